@@ -1,0 +1,59 @@
+// manymalloc gpu/: XMalloc, dynamic memory allocation from inside CUDA kernels.
+//
+// Usage: include this header, compile with -rdc=true, link libmanymalloc_gpu.a.
+//   xmcInit(1ull << 30);                 // host: one heap per device
+//   kernel<<<...>>>();                   // device: p = xmcMalloc(n); xmcFree(p);
+//   xmcShutdown();
+#pragma once
+#include <cstddef>
+#include <cstdint>
+#include <cuda_runtime.h>
+
+// ---- host API --------------------------------------------------------------
+
+enum xmcError {
+  xmcSuccess = 0,
+  xmcErrorInvalidValue = 1,     // bad argument (zero or too small a heap, ...)
+  xmcErrorNotInitialized = 2,   // no heap on the current device
+  xmcErrorAlreadyInitialized = 3,
+  xmcErrorOutOfMemory = 4,      // cudaMalloc of the heap failed
+  xmcErrorCuda = 5,             // another CUDA runtime error
+};
+
+constexpr int xmcMaxSizeClasses = 32;
+
+struct xmcStats {
+  size_t heap_bytes;           // total bytes managed by the heap
+  size_t bytes_in_use;         // bytes in live allocations (as requested, rounded to class)
+  size_t bytes_in_use_peak;    // high-water mark of bytes_in_use
+  size_t bytes_free;           // heap_bytes minus bytes held by live memoryblocks
+  int    num_classes;          // size classes in use
+  size_t class_size[xmcMaxSizeClasses];
+  unsigned long long class_allocs[xmcMaxSizeClasses]; // allocations served per class
+  unsigned long long class_frees[xmcMaxSizeClasses];
+  unsigned long long large_allocs;   // served straight from memoryblocks
+  unsigned long long failed_allocs;  // requests that returned NULL
+};
+
+// Switches for the papers' ablations; defaults are all on.
+struct xmcConfig {
+  bool coalescing = true;       // warp-level allocation coalescing
+  bool buffering = true;        // replicated per-class FIFO buffers
+  bool superblocks = true;      // two-level Superblock/Basicblock allocation
+  int buffers_per_class = 0;    // 0: chosen from the device's SM count
+};
+
+xmcError xmcInit(size_t heap_bytes);
+xmcError xmcInitWithConfig(size_t heap_bytes, const xmcConfig &config);
+xmcError xmcShutdown();
+xmcError xmcGrow(size_t extra_bytes);   // between launches only
+xmcError xmcGetStats(xmcStats *out);
+const char *xmcGetErrorString(xmcError err);
+
+// ---- device API ------------------------------------------------------------
+
+__device__ void *xmcMalloc(size_t size);
+__device__ void  xmcFree(void *ptr);
+__device__ void *xmcCalloc(size_t count, size_t size);
+__device__ void *xmcRealloc(void *ptr, size_t size);
+__device__ void *xmcAlignedAlloc(size_t alignment, size_t size);
