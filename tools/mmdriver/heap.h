@@ -1,0 +1,24 @@
+/* mmdriver: what is known about the allocator serving this run.
+ *
+ * The driver is linked to libmanymalloc.so but may run under any allocator
+ * preloaded in front of it, so everything here is looked up at run time:
+ * which shared object `malloc` resolves to, and how to read its footprint
+ * (bytes held from the OS) and make it return cached memory. */
+#ifndef MMDRIVER_HEAP_H
+#define MMDRIVER_HEAP_H
+
+#include <stddef.h>
+
+void        heap_probe(void);
+/* Path of the shared object whose `malloc` serves the run. */
+const char *heap_allocator(void);
+/* How heap_footprint measures: "mm_stats bytes_mapped" or "RSS". */
+const char *heap_footprint_method(void);
+/* Bytes the allocator currently holds from the OS: manymalloc's own
+ * bytes_mapped when it serves the run, else the process resident set. */
+size_t      heap_footprint(void);
+/* Asks the allocator to return free cached memory to the OS
+ * (mm_collect, malloc_trim, jemalloc purge, mi_collect, tcmalloc release). */
+void        heap_release(void);
+
+#endif /* MMDRIVER_HEAP_H */

@@ -1,0 +1,19 @@
+/* mmdriver: the driver's own memory, taken straight from the OS.
+ *
+ * Everything the driver keeps per trace (ops, id tables, the live-block
+ * index) is mapped here instead of malloc'ed, so the allocator under test
+ * serves only the trace's requests and its footprint is not inflated by the
+ * driver's bookkeeping. */
+#ifndef MMDRIVER_OS_H
+#define MMDRIVER_OS_H
+
+#include <stddef.h>
+
+/* Zeroed memory, already faulted in so that touching it later does not
+ * count as the allocator's resident growth; exits the driver with a message when the OS refuses. */
+void *os_alloc(size_t size);
+void  os_free(void *p, size_t size);
+/* Resizes a mapping from `old_size` to `new_size` bytes, keeping its contents. */
+void *os_resize(void *p, size_t old_size, size_t new_size);
+
+#endif /* MMDRIVER_OS_H */
