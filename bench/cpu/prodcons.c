@@ -1,0 +1,117 @@
+/* bench-prodcons: producer/consumer pairs, every free a cross-thread free.
+ *
+ * --threads N starts N pairs (2N threads). A producer allocates blocks of
+ * random size, writes them and passes them through a single-producer
+ * single-consumer ring to its consumer, which checks and frees them: the
+ * allocator sees one thread that only allocates and one that only frees
+ * memory it did not allocate. The ring is lock-free and each side publishes
+ * its index once per batch, so the queue costs little next to malloc/free. */
+#include "bench.h"
+
+#include <sched.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#define RING_SIZE  4096   /* power of two, a multiple of RING_BATCH */
+#define RING_BATCH 64     /* blocks moved per index publication */
+
+typedef struct pair_s {
+  _Alignas(64) _Atomic size_t head;  /* blocks the consumer has taken */
+  _Alignas(64) _Atomic size_t tail;  /* blocks the producer has put */
+  _Alignas(64) void *ring[RING_SIZE];
+  long ops, min, max, seed, index;
+  long errors;
+} pair_t;
+
+typedef struct role_s {
+  pair_t *pair;
+  bool    producer;
+} role_t;
+
+/* Every block carries its size in its first word and the size's low byte in
+ * its last byte, so the consumer can check it without a side channel. */
+static void pair_produce(pair_t *p, uint64_t *rng, size_t at) {
+  size_t size = bench_rand_range(rng, (size_t)p->min, (size_t)p->max);
+  size_t *b = malloc(size);
+  if (b == NULL) { perror("malloc"); exit(1); }
+  b[0] = size;
+  ((unsigned char *)b)[size - 1] = (unsigned char)size;
+  p->ring[at % RING_SIZE] = b;
+}
+
+static void pair_consume(pair_t *p, size_t at) {
+  size_t *b = p->ring[at % RING_SIZE];
+  size_t size = b[0];
+  if (size < (size_t)p->min || size > (size_t)p->max || ((unsigned char *)b)[size - 1] != (unsigned char)size)
+    p->errors++;
+  else
+    free(b);
+}
+
+/* With more threads than cores the other side needs this core to make
+ * progress, hence the yield while waiting. */
+static void pair_run_producer(pair_t *p) {
+  uint64_t rng = bench_seed(p->seed, p->index);
+  size_t head = 0;
+  for (size_t tail = 0; tail < (size_t)p->ops; tail += RING_BATCH) {
+    while (tail + RING_BATCH - head > RING_SIZE) {
+      head = atomic_load_explicit(&p->head, memory_order_acquire);
+      if (tail + RING_BATCH - head > RING_SIZE) sched_yield();
+    }
+    for (size_t i = 0; i < RING_BATCH; i++) pair_produce(p, &rng, tail + i);
+    atomic_store_explicit(&p->tail, tail + RING_BATCH, memory_order_release);
+  }
+}
+
+static void pair_run_consumer(pair_t *p) {
+  size_t tail = 0;
+  for (size_t head = 0; head < (size_t)p->ops; head += RING_BATCH) {
+    while (tail == head) {
+      tail = atomic_load_explicit(&p->tail, memory_order_acquire);
+      if (tail == head) sched_yield();
+    }
+    for (size_t i = 0; i < RING_BATCH; i++) pair_consume(p, head + i);
+    atomic_store_explicit(&p->head, head + RING_BATCH, memory_order_release);
+  }
+}
+
+static void *pair_thread(void *arg) {
+  role_t *r = arg;
+  bench_start_wait();
+  if (r->producer) pair_run_producer(r->pair);
+  else pair_run_consumer(r->pair);
+  return NULL;
+}
+
+int main(int argc, char **argv) {
+  long threads = 1, ops = 1000000, min = 16, max = 512, seed = 1;
+  bench_opt_t opts[] = {
+    { "threads", &threads, "producer/consumer pairs" },
+    { "ops",     &ops,     "blocks passed per pair (rounded up to a multiple of 64)" },
+    { "min",     &min,     "smallest request in bytes (>= 16)" },
+    { "max",     &max,     "largest request in bytes" },
+    { "seed",    &seed,    "random seed" },
+  };
+  bench_parse(argc, argv, "Producer/consumer pairs: blocks allocated by one thread, freed by another.",
+              opts, sizeof opts / sizeof opts[0]);
+  if (threads < 1 || min < 16 || max < min) { fprintf(stderr, "bench-prodcons: bad options\n"); return 2; }
+  ops = (ops + RING_BATCH - 1) / RING_BATCH * RING_BATCH;
+
+  pair_t *pairs = aligned_alloc(64, (size_t)threads * sizeof *pairs);
+  role_t *roles = calloc((size_t)threads * 2, sizeof *roles);
+  for (long i = 0; i < threads; i++) {
+    pair_t *p = &pairs[i];
+    atomic_init(&p->head, 0);
+    atomic_init(&p->tail, 0);
+    p->ops = ops; p->min = min; p->max = max; p->seed = seed; p->index = i; p->errors = 0;
+    roles[2 * i] = (role_t){ p, true };
+    roles[2 * i + 1] = (role_t){ p, false };
+  }
+  double seconds = bench_run_threads(threads * 2, pair_thread, roles, sizeof *roles);
+  long errors = 0;
+  for (long i = 0; i < threads; i++) errors += pairs[i].errors;
+  free(roles);
+  free(pairs);
+  return bench_report("prodcons", threads, ops, seconds, errors);
+}

@@ -1,0 +1,88 @@
+"""The allocators a benchmark run compares, and how each one is selected.
+
+Every program links libmanymalloc.so; each allocator is selected with
+LD_PRELOAD, manymalloc included, so all of them go through the same loader
+path. A run is trusted only if the program reports (allocator=PATH) that
+malloc came from the preloaded file: see `check_label`.
+"""
+import os
+import platform
+import re
+import subprocess
+from dataclasses import dataclass
+
+# name, shared object, Debian package that ships it
+PEERS = [
+    ("glibc", "libc.so.6", "libc6"),
+    ("jemalloc", "libjemalloc.so.2", "libjemalloc2"),
+    ("tcmalloc", "libtcmalloc_minimal.so.4", "libtcmalloc-minimal4"),
+    ("mimalloc", "libmimalloc.so.2", "libmimalloc2.0"),
+]
+OURS = "manymalloc"
+
+
+@dataclass
+class Allocator:
+    name: str
+    path: str      # what LD_PRELOAD gets
+    version: str   # package version, git commit, or where the file came from
+
+
+def _system_lib_dirs():
+    triple = f"{platform.machine()}-linux-gnu"
+    return [f"/usr/lib/{triple}", f"/lib/{triple}", "/usr/lib64", "/lib64", "/usr/lib", "/usr/local/lib"]
+
+
+def _system_libc(program):
+    """The libc the benchmark programs really load: preloading any other
+    libc.so.6 (say one from --peer-dir) would break the process, not select
+    glibc's malloc."""
+    out = subprocess.run(["ldd", program], capture_output=True, text=True).stdout
+    m = re.search(r"libc\.so\.6 => (\S+)", out)
+    return m.group(1) if m else None
+
+
+def _dpkg_version(package):
+    try:
+        r = subprocess.run(["dpkg-query", "-W", "-f=${Version}", package], capture_output=True, text=True)
+    except FileNotFoundError:
+        return ""
+    return r.stdout.strip() if r.returncode == 0 else ""
+
+
+def _git_commit(repo):
+    r = subprocess.run(["git", "-C", repo, "describe", "--always", "--dirty"], capture_output=True, text=True)
+    return r.stdout.strip() if r.returncode == 0 else "unknown commit"
+
+
+def find(build_dir, peer_dir, probe_program, repo, only_ours=False):
+    """Returns the allocators present, ours first, printing a line for each
+    peer that is missing."""
+    ours = os.path.join(build_dir, "libmanymalloc.so")
+    if not os.path.exists(ours):
+        raise SystemExit(f"run.py: {ours} not found; build first (make bench does)")
+    found = [Allocator(OURS, os.path.abspath(ours), "git " + _git_commit(repo))]
+    if only_ours:
+        return found
+    for name, soname, package in PEERS:
+        if name == "glibc":
+            path = _system_libc(probe_program)
+            dirs = ["ldd " + probe_program]
+        else:
+            dirs = ([peer_dir] if peer_dir else []) + _system_lib_dirs()
+            path = next((os.path.join(d, soname) for d in dirs if os.path.exists(os.path.join(d, soname))), None)
+        if path is None:
+            print(f"run.py: {name} not found ({soname}; looked in {', '.join(dirs)}); running without it")
+            continue
+        from_peer_dir = peer_dir and os.path.dirname(os.path.abspath(path)) == os.path.abspath(peer_dir)
+        version = f"from {peer_dir}" if from_peer_dir else (_dpkg_version(package) or "version unknown")
+        found.append(Allocator(name, path, f"{package} {version}" if not from_peer_dir else version))
+    return found
+
+
+def check_label(alloc, reported, what):
+    """A run whose malloc did not come from the allocator it is filed under
+    would poison every figure; stop the whole run instead."""
+    if reported is None or os.path.realpath(reported) != os.path.realpath(alloc.path):
+        raise SystemExit(f"run.py: MISLABELLED RUN: {what} was meant to run on {alloc.name} ({alloc.path}) "
+                         f"but malloc came from {reported}")

@@ -1,0 +1,45 @@
+"""The CPU benchmark cases: which program, with which arguments.
+
+`work` holds the arguments that set how much work a run does; --quick and
+--smoke scale them down. The VVMalloc report's op counts (128k and 80k per
+thread) take about 2 ms on a current core, too short to time, so the full
+run does 100 times as many.
+"""
+from dataclasses import dataclass, field
+
+
+@dataclass
+class Case:
+    name: str
+    program: str                                # build/<program>
+    about: str
+    args: dict = field(default_factory=dict)    # fixed arguments
+    work: dict = field(default_factory=dict)    # scaled by the mode
+
+    def command(self, build_dir, threads, scale):
+        argv = [f"{build_dir}/{self.program}", "-v", "--threads", str(threads)]
+        for k, v in self.args.items():
+            argv += [f"--{k}", str(v)]
+        for k, v in self.work.items():
+            argv += [f"--{k}", str(max(1, int(v * scale)))]
+        return argv
+
+
+CASES = [
+    Case("w1", "bench-vv", "VVMalloc W1: 12.8M ops/thread, mostly < 32 B",
+         {"workload": 1}, {"ops": 128000 * 100}),
+    Case("w2", "bench-vv", "VVMalloc W2: 8M ops/thread, mostly 3-12 KB",
+         {"workload": 2}, {"ops": 80000 * 100}),
+    Case("w3", "bench-vv", "VVMalloc W3: 8M ops/thread, 4 B-21 KB mix",
+         {"workload": 3}, {"ops": 80000 * 100}),
+    Case("churn", "bench-churn", "server churn, 8-1000 B, half the live blocks change threads each round",
+         {"rounds": 30, "slots": 1000, "handoff": 50, "min": 8, "max": 1000}, {"ops": 1000000}),
+    Case("prodcons", "bench-prodcons", "producer/consumer pairs (threads = pairs), 16-512 B, all frees remote",
+         {"min": 16, "max": 512}, {"ops": 15000000}),
+    Case("scratch", "bench-scratch", "passive false sharing: 8 B objects from the main thread, rewritten by workers",
+         {"size": 8, "writes": 5000}, {"iters": 20000}),
+    Case("spawn", "bench-spawn", "short-lived threads: 2000 bursts of 2000 blocks, 16-2048 B, half freed by the next thread",
+         {"burst": 2000, "min": 16, "max": 2048}, {"generations": 2000}),
+]
+
+TRACES = "traces"   # the name --only matches for the mmdriver trace set

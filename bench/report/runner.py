@@ -1,0 +1,49 @@
+"""Runs one benchmark process and measures it from the outside.
+
+The program reports the time of its measured region (seconds=) and the
+high-water mark of its resident set (peak_rss_kib=, VmHWM). The harness adds
+the process's wall time and the kernel's ru_maxrss from os.wait4, kept in
+results.json as a cross-check: Linux carries a child's resident set from
+fork to exec into ru_maxrss, so there it never reads below the harness's own
+size (~17 MiB), which would hide the small footprints being compared.
+"""
+import os
+import re
+import subprocess
+import tempfile
+import threading
+import time
+
+TIMEOUT_S = 300   # a hung allocator must not hang `make bench`
+
+
+def run(argv, preload, timeout=TIMEOUT_S):
+    """Returns (exit status, stdout, stderr, wall seconds, ru_maxrss in KiB)."""
+    env = dict(os.environ, LD_PRELOAD=preload)
+    with tempfile.TemporaryFile() as err:
+        t0 = time.perf_counter()
+        proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=err, env=env)
+        killer = threading.Timer(timeout, proc.kill)
+        killer.start()
+        out = proc.stdout.read()
+        _, status, usage = os.wait4(proc.pid, 0)
+        wall = time.perf_counter() - t0
+        killer.cancel()
+        proc.returncode = os.waitstatus_to_exitcode(status)   # reaped here, not by Popen
+        proc.stdout.close()
+        err.seek(0)
+        return proc.returncode, out.decode(errors="replace"), err.read().decode(errors="replace"), wall, usage.ru_maxrss
+
+
+def parse_result(stdout):
+    """The `bench=... seconds=... allocator=...` line as a dict, or None."""
+    for line in stdout.splitlines():
+        if line.startswith("bench="):
+            return dict(re.findall(r"(\w+)=(\S+)", line))
+    return None
+
+
+def describe_failure(status, stderr):
+    why = f"killed by signal {-status}" if status < 0 else f"exit status {status}"
+    tail = stderr.strip().splitlines()[-3:]
+    return why + (": " + " | ".join(tail) if tail else "")

@@ -1,0 +1,188 @@
+"""Medians, ratios and the headline figures of a run, as text and markdown.
+
+Every ratio here is manymalloc's figure divided by the peer's: for times,
+below 1 means manymalloc is faster; for peak RSS, below 1 means it uses less
+memory; for utilization and throughput, above 1 means manymalloc is better.
+"""
+import math
+import statistics
+from collections import defaultdict
+
+from report.allocators import OURS
+
+
+def medians(runs):
+    """{(case, threads, allocator): {"seconds", "wall", "rss_kib"}}; a cell
+    with any failed repetition is None: a median of the survivors would hide
+    the failure."""
+    groups = defaultdict(list)
+    for r in runs:
+        groups[(r["case"], r["threads"], r["allocator"])].append(r)
+    out = {}
+    for key, rs in groups.items():
+        if not all(r["ok"] for r in rs):
+            out[key] = None
+            continue
+        out[key] = {k: statistics.median(r[k] for r in rs) for k in ("seconds", "wall", "rss_kib")}
+    return out
+
+
+def geomean(xs):
+    xs = [x for x in xs if x is not None and x > 0]
+    return math.exp(sum(map(math.log, xs)) / len(xs)) if xs else None
+
+
+def ratio(med, case, threads, peer, metric="seconds"):
+    ours, theirs = med.get((case, threads, OURS)), med.get((case, threads, peer))
+    if not ours or not theirs or theirs[metric] <= 0:
+        return None
+    return ours[metric] / theirs[metric]
+
+
+def fmt_ratio(r, metric="time"):
+    if r is None:
+        return "n/a"
+    if metric == "time":
+        return f"{r:.2f} ({(1 - r) * 100:.0f}% less time)" if r <= 1 else f"{r:.2f} ({(r - 1) * 100:.0f}% more time)"
+    return f"{r:.2f}"
+
+
+# ---------------------------------------------------------------------------
+# Tables
+# ---------------------------------------------------------------------------
+
+def time_rows(med, cases, threads, allocs):
+    """Header and rows: per case and thread count, the median time of each
+    allocator and, for the peers, that time over manymalloc's."""
+    head = ["case", "threads"] + [a.name for a in allocs]
+    rows = []
+    for c in cases:
+        for t in threads:
+            ours = med.get((c, t, OURS))
+            row = [c, str(t)]
+            for a in allocs:
+                m = med.get((c, t, a.name))
+                if m is None:
+                    row.append("FAILED" if (c, t, a.name) in med else "-")
+                elif a.name == OURS or not ours:
+                    row.append(f"{m['seconds']:.3f}s")
+                else:
+                    row.append(f"{m['seconds']:.3f}s ({m['seconds'] / ours['seconds']:.2f})")
+            rows.append(row)
+    return head, rows
+
+
+def rss_rows(med, cases, threads, allocs):
+    head = ["case", "threads"] + [f"{a.name} MiB" for a in allocs]
+    rows = []
+    for c in cases:
+        for t in threads:
+            cells = [med.get((c, t, a.name)) for a in allocs]
+            rows.append([c, str(t)] + [f"{m['rss_kib'] / 1024:.1f}" if m else "-" for m in cells])
+    return head, rows
+
+
+def trace_rows(trace_results, allocs):
+    """Single-threaded trace results: per trace, utilization and Kops/s of
+    each allocator."""
+    by = {(r["trace"], r["allocator"]): r for r in trace_results if r["threads"] == 1 and r.get("trace")}
+    names = sorted({r["trace"] for r in trace_results if r.get("trace")})
+    head = ["trace"] + [f"{a.name} util" for a in allocs] + [f"{a.name} Kops/s" for a in allocs]
+    rows = []
+    for n in names:
+        cells = [by.get((n, a.name)) for a in allocs]
+        rows.append([n] + [f"{r['util'] * 100:.1f}%" if r and r.get("util") is not None else "-" for r in cells]
+                    + [f"{r['kops']:.0f}" if r and r.get("kops") is not None else "-" for r in cells])
+    return head, rows
+
+
+def render_text(head, rows):
+    widths = [max(len(x) for x in col) for col in zip(head, *rows)]
+    line = lambda cells: "  ".join(c.rjust(w) if i else c.ljust(w) for i, (c, w) in enumerate(zip(cells, widths)))
+    return "\n".join([line(head), line(["-" * w for w in widths])] + [line(r) for r in rows])
+
+
+def render_md(head, rows):
+    out = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    return "\n".join(out + ["| " + " | ".join(r) + " |" for r in rows])
+
+
+# ---------------------------------------------------------------------------
+# Trace aggregates
+# ---------------------------------------------------------------------------
+
+def trace_mean_util(trace_results, alloc):
+    us = [r["util"] for r in trace_results
+          if r["allocator"] == alloc and r["threads"] == 1 and r.get("util") is not None]
+    return statistics.mean(us) if us else None
+
+
+def trace_throughput(trace_results, alloc, threads):
+    """malloc-lab's figure: all requests over all replay time, in Kops/s."""
+    rs = [r for r in trace_results
+          if r["allocator"] == alloc and r["threads"] == threads and r.get("kops")]
+    if not rs:
+        return None
+    return sum(r["ops"] * threads for r in rs) / sum(r["ops"] * threads / r["kops"] for r in rs)
+
+
+# ---------------------------------------------------------------------------
+# Headline figures
+# ---------------------------------------------------------------------------
+
+def headlines(med, cases, threads, allocs, trace_results):
+    """The figures the allocator is tuned against, as markdown bullets."""
+    names = {a.name for a in allocs}
+    top = max(threads)
+    out = []
+
+    def geo_time(peer, t):
+        return geomean(ratio(med, c, t, peer) for c in cases)
+
+    for peer in ("mimalloc", "glibc"):
+        if peer in names:
+            out.append(f"Time at {top} threads, geometric mean over the bench set, manymalloc / {peer}: "
+                       f"**{fmt_ratio(geo_time(peer, top))}**")
+    if "mimalloc" in names:
+        for t in (1, 2):
+            if t in threads:
+                out.append(f"Time at {t} thread{'s' if t > 1 else ''}, geometric mean, manymalloc / mimalloc: "
+                           f"**{fmt_ratio(geo_time('mimalloc', t))}**")
+    if "tcmalloc" in names:
+        for w in ("w1", "w2", "w3"):
+            if w in cases:
+                cells = ", ".join(f"{t}T {fmt_ratio(ratio(med, w, t, 'tcmalloc'))}" for t in threads)
+                out.append(f"{w.upper()} time, manymalloc / tcmalloc: {cells}")
+    if trace_results:
+        ours_u, glibc_u = trace_mean_util(trace_results, OURS), trace_mean_util(trace_results, "glibc")
+        if ours_u is not None and glibc_u is not None:
+            out.append(f"Trace set mean utilization: manymalloc **{ours_u * 100:.1f}%** vs glibc {glibc_u * 100:.1f}%")
+        for t in sorted({r["threads"] for r in trace_results}):
+            ours_k, mi_k = trace_throughput(trace_results, OURS, t), trace_throughput(trace_results, "mimalloc", t)
+            if ours_k and mi_k:
+                out.append(f"Trace set throughput at {t} thread{'s' if t > 1 else ''}: manymalloc {ours_k:.0f} Kops/s "
+                           f"vs mimalloc {mi_k:.0f} Kops/s (ratio **{ours_k / mi_k:.2f}**)")
+    if "mimalloc" in names:
+        rss = {(c, t): ratio(med, c, t, "mimalloc", "rss_kib") for c in cases for t in threads}
+        rss = {k: v for k, v in rss.items() if v is not None}
+        if rss:
+            worst = max(rss, key=rss.get)
+            out.append(f"Peak RSS, manymalloc / mimalloc over the bench set: geometric mean **{geomean(rss.values()):.2f}**, "
+                       f"max **{rss[worst]:.2f}** ({worst[0]} at {worst[1]} threads)")
+    out += losses(med, cases, threads, allocs)
+    return out
+
+
+def losses(med, cases, threads, allocs):
+    """Where manymalloc is slower than the fastest peer by more than 10%."""
+    out = []
+    for c in cases:
+        for t in threads:
+            peers = [(ratio(med, c, t, a.name), a.name) for a in allocs if a.name != OURS]
+            peers = [p for p in peers if p[0] is not None]
+            if med.get((c, t, OURS)) is None and (c, t, OURS) in med:
+                out.append(f"{c} at {t}T: manymalloc FAILED")
+            elif peers and max(peers)[0] > 1.10:
+                r, name = max(peers)
+                out.append(f"{c} at {t}T: manymalloc takes {r:.2f}x the time of {name}")
+    return ["Losses (more than 10% slower than the fastest peer): " + ("; ".join(out) if out else "none")]

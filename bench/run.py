@@ -1,0 +1,195 @@
+#!/usr/bin/env python3
+"""Runs the CPU benchmarks on manymalloc and its peers and writes the report.
+
+    python3 bench/run.py [--quick] [--threads 1,2,4] [--reps N] [--only REGEX]
+                         [--out DIR] [--build DIR] [--peer-dir DIR] [--max-threads N]
+
+Every case (bench/report/cases.py) and the mmdriver trace set run on every
+allocator found (manymalloc, glibc, jemalloc, tcmalloc, mimalloc) in the same
+invocation, allocators interleaved within each repetition so that drift of
+the machine hits all of them alike. Prints a table of median times and
+writes results.json, report.md and PNG plots to --out. Where `nvidia-smi -L`
+finds a GPU, the GPU benchmarks run afterwards (bench/gpu/run.py, else
+scripts/gpu-check).
+
+--smoke (the bench.smoke CTest) runs each program once, tiny, on manymalloc
+only, checking its exit status and that malloc came from libmanymalloc.so.
+"""
+import argparse
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+
+BENCH = os.path.dirname(os.path.abspath(__file__))
+REPO = os.path.dirname(BENCH)
+sys.path.insert(0, BENCH)
+
+from report import allocators, cases, runner, summary, traces  # noqa: E402
+
+# mode: (work scale, repetitions, mmdriver timed replays)
+MODES = {"full": (1.0, 5, 5), "quick": (0.1, 3, 2), "smoke": (0.01, 1, 0)}
+
+
+def parse_args():
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    mode = p.add_mutually_exclusive_group()
+    mode.add_argument("--quick", action="store_true", help="a tenth of the work, 3 repetitions (under 2 minutes)")
+    mode.add_argument("--smoke", action="store_true", help="each program once, tiny, on manymalloc only; no report")
+    p.add_argument("--threads", help="comma-separated thread counts (default: powers of two up to "
+                                     "--max-threads, then twice that to show oversubscription)")
+    p.add_argument("--max-threads", type=int, default=os.cpu_count(), help="default: the number of cores")
+    p.add_argument("--reps", type=int, help="repetitions per case (default 5, --quick 3)")
+    p.add_argument("--only", help="run only the cases whose name matches this regex (cases: "
+                                  + ", ".join(c.name for c in cases.CASES) + f", {cases.TRACES})")
+    p.add_argument("--out", default=os.path.join(BENCH, "results", "cpu"), help="default bench/results/cpu")
+    p.add_argument("--build", default=os.path.join(REPO, "build"), help="default build")
+    p.add_argument("--peer-dir", help="directory searched first for the peers' .so files")
+    return p.parse_args()
+
+
+def thread_counts(args):
+    if args.threads:
+        return sorted({int(t) for t in args.threads.split(",")})
+    if args.smoke:
+        return [2]
+    counts = [1]
+    while counts[-1] * 2 <= args.max_threads:
+        counts.append(counts[-1] * 2)
+    return counts + [2 * args.max_threads] if counts[-1] == args.max_threads else counts + [args.max_threads]
+
+
+# ---------------------------------------------------------------------------
+# Running
+# ---------------------------------------------------------------------------
+
+def run_case(case, threads, alloc, rep, build, scale):
+    argv = case.command(build, threads, scale)
+    status, out, err, wall, rss = runner.run(argv, alloc.path)
+    rec = {"case": case.name, "threads": threads, "allocator": alloc.name, "rep": rep,
+           "argv": argv[1:], "wall": wall, "ru_maxrss_kib": rss, "ok": False}
+    result = runner.parse_result(out)
+    if result is not None:
+        allocators.check_label(alloc, result.get("allocator"), " ".join(argv))
+    if status != 0 or result is None:
+        rec["error"] = runner.describe_failure(status, err)
+        print(f"  {case.name} -t {threads} on {alloc.name}: FAILED ({rec['error']})", flush=True)
+        return rec
+    rec.update(ok=True, seconds=float(result["seconds"]), ops=int(result["ops"]),
+               rss_kib=int(result["peak_rss_kib"]))
+    return rec
+
+
+def run_cases(selected, threads, allocs, reps, build, scale):
+    runs = []
+    for rep in range(reps):
+        # Rotate the order too, so that no allocator always runs right after the same one.
+        order = allocs[rep % len(allocs):] + allocs[:rep % len(allocs)]
+        for case in selected:
+            for t in threads:
+                recs = [run_case(case, t, a, rep, build, scale) for a in order]
+                runs += recs
+                cells = "  ".join(f"{r['allocator']} {r['seconds']:.3f}s" for r in recs if r["ok"])
+                print(f"rep {rep + 1}/{reps}  {case.name:9} {t:3}T  {cells}", flush=True)
+    return runs
+
+
+def run_traces(threads, allocs, trace_reps, build):
+    driver = os.path.join(build, "mmdriver")
+    files = traces.find(REPO)
+    if not os.path.exists(driver) or not files:
+        print(f"run.py: trace set skipped: {'no ' + driver if not os.path.exists(driver) else 'no .rep under bench/traces'}")
+        return []
+    results = []
+    for t in threads:
+        for a in allocs:
+            rows = traces.run(build, a, t, trace_reps, files, REPO)
+            bad = [r for r in rows if not r["valid"]]
+            print(f"traces -t {t} on {a.name}: {len(rows) - len(bad)} valid, {len(bad)} failed", flush=True)
+            results += rows
+    return results
+
+
+def run_gpu():
+    """The GPU part belongs to bench/gpu/; it runs only where a GPU is."""
+    if not shutil.which("nvidia-smi"):
+        return 0
+    probe = subprocess.run(["nvidia-smi", "-L"], capture_output=True, text=True)
+    if probe.returncode != 0 or "GPU" not in probe.stdout:
+        return 0
+    for script in (os.path.join(BENCH, "gpu", "run.py"), os.path.join(REPO, "scripts", "gpu-check")):
+        if os.path.exists(script):
+            print(f"run.py: GPU found, running {os.path.relpath(script, REPO)}", flush=True)
+            argv = [sys.executable, script] if script.endswith(".py") else [script]
+            return subprocess.run(argv, cwd=REPO).returncode
+    return 0
+
+
+# ---------------------------------------------------------------------------
+# Output
+# ---------------------------------------------------------------------------
+
+def write_outputs(out_dir, config, allocs, selected, runs, trace_results):
+    from report import document, plots   # matplotlib only where plots are drawn
+    os.makedirs(out_dir, exist_ok=True)
+    info = document.machine()
+    med = summary.medians(runs)
+    names = [c.name for c in selected]
+    figures = {}
+    if names:
+        figures.update(time="time_vs_threads.png", speedup="speedup_vs_glibc.png", rss="peak_rss.png")
+        plots.time_vs_threads(med, names, config["threads"], allocs, os.path.join(out_dir, figures["time"]))
+        plots.speedup_over_glibc(med, names, config["threads"], allocs, os.path.join(out_dir, figures["speedup"]))
+        plots.peak_rss(med, names, config["threads"], allocs, os.path.join(out_dir, figures["rss"]))
+    if trace_results:
+        figures["traces"] = "traces.png"
+        plots.traces(trace_results, allocs, os.path.join(out_dir, figures["traces"]))
+    with open(os.path.join(out_dir, "results.json"), "w") as f:
+        json.dump({"machine": info, "config": config,
+                   "allocators": [vars(a) for a in allocs], "runs": runs, "traces": trace_results}, f, indent=1)
+    document.write(os.path.join(out_dir, "report.md"), info, config, allocs, selected, med, trace_results, figures)
+    print(f"run.py: wrote {out_dir}/report.md, results.json and {len(figures)} plots")
+
+
+def main():
+    args = parse_args()
+    mode = "smoke" if args.smoke else "quick" if args.quick else "full"
+    scale, reps, trace_reps = MODES[mode]
+    reps = args.reps or reps
+    build = os.path.abspath(args.build)
+    threads = thread_counts(args)
+    selected = [c for c in cases.CASES if not args.only or re.search(args.only, c.name)]
+    with_traces = not args.smoke and (not args.only or re.search(args.only, cases.TRACES))
+    for c in selected:
+        if not os.path.exists(os.path.join(build, c.program)):
+            raise SystemExit(f"run.py: {build}/{c.program} not found; build first (make bench does)")
+    probe = os.path.join(build, cases.CASES[0].program)
+    allocs = allocators.find(build, args.peer_dir, probe, REPO, only_ours=args.smoke)
+    print(f"run.py: {mode} run, threads {threads}, {reps} repetitions, allocators "
+          + ", ".join(a.name for a in allocs), flush=True)
+
+    runs = run_cases(selected, threads, allocs, reps, build, scale)
+    trace_results = run_traces(threads, allocs, trace_reps, build) if with_traces else []
+    failed = [r for r in runs if not r["ok"]] + [r for r in trace_results if not r["valid"]]
+
+    med = summary.medians(runs)
+    print()
+    print(summary.render_text(*summary.time_rows(med, [c.name for c in selected], threads, allocs)))
+    print("(median seconds; in brackets the peer's time over manymalloc's: above 1, manymalloc is faster)")
+    if not args.smoke:
+        config = {"mode": mode, "reps": reps, "threads": threads, "scale": scale, "trace_reps": trace_reps}
+        write_outputs(os.path.abspath(args.out), config, allocs, selected, runs, trace_results)
+        print()
+        for h in summary.headlines(med, [c.name for c in selected], threads, allocs, trace_results):
+            print("- " + h.replace("**", ""))
+        if not args.only and run_gpu() != 0:
+            failed.append("gpu")
+    if failed:
+        print(f"run.py: {len(failed)} failed runs", file=sys.stderr)
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
