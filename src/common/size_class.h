@@ -1,0 +1,45 @@
+/* manymalloc common: size classes.
+ *
+ * Multiples of 16 up to 128 bytes, then 8 classes per power of two, so a
+ * block wastes at most 12.5% of the 16-rounded request.  Plain inline
+ * integer math, usable from C11, C++ and CUDA device code (MM_HOST_DEVICE).
+ *
+ *   class  0..7  : 16, 32, ..., 128
+ *   class  8..15 : 144, 160, ..., 256        (step 16)
+ *   class 16..23 : 288, 320, ..., 512        (step 32)
+ *   ...
+ *   class 80..87 : 73728, ..., 131072        (step 8192)
+ */
+#ifndef MM_COMMON_SIZE_CLASS_H
+#define MM_COMMON_SIZE_CLASS_H
+
+#include "atomic.h" /* MM_HOST_DEVICE */
+
+#define MM_ALIGNMENT        16
+#define MM_SIZE_CLASS_COUNT 88
+#define MM_SIZE_CLASS_MAX   ((size_t)128 * 1024) /* block size of the last class */
+
+static inline MM_HOST_DEVICE unsigned mm_size_class_log2(size_t x) {
+#if defined(__CUDA_ARCH__)
+  return 63u - (unsigned)__clzll((long long)x);
+#else
+  return 63u - (unsigned)__builtin_clzll((unsigned long long)x);
+#endif
+}
+
+/* Class of a request of `size` bytes (size <= MM_SIZE_CLASS_MAX); 0 maps to class 0. */
+static inline MM_HOST_DEVICE unsigned mm_size_class_of(size_t size) {
+  if (size <= 128) return size == 0 ? 0u : (unsigned)((size - 1) >> 4);
+  size_t s = size - 1;
+  unsigned k = mm_size_class_log2(s); /* 2^k <= s < 2^(k+1), k >= 7 */
+  return 8u + (k - 7u) * 8u + (unsigned)((s >> (k - 3u)) & 7u);
+}
+
+/* Block size of class `c`. */
+static inline MM_HOST_DEVICE size_t mm_size_class_size(unsigned c) {
+  if (c < 8) return (size_t)(c + 1) << 4;
+  unsigned k = 7u + (c - 8u) / 8u;
+  return ((size_t)1 << k) + (size_t)((c - 8u) % 8u + 1u) * ((size_t)1 << (k - 3u));
+}
+
+#endif /* MM_COMMON_SIZE_CLASS_H */

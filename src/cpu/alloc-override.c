@@ -1,0 +1,22 @@
+/* manymalloc cpu: the standard names (malloc, free, ...), exported so that
+ * the library replaces the C library's allocator when preloaded or linked.
+ * Built only with MANYMALLOC_OVERRIDE.  malloc and free inline the fast
+ * paths; the rest forward to the mm_* functions.  C++ operator new and
+ * delete reach us through malloc and free (libstdc++ calls them). */
+#include <stddef.h>
+
+#include "internal.h"
+
+MM_EXPORT void *malloc(size_t size) { return mm_malloc_inline(size); }
+MM_EXPORT void free(void *p) { mm_free_inline(p); }
+MM_EXPORT void *calloc(size_t count, size_t size) { return mm_calloc(count, size); }
+MM_EXPORT void *realloc(void *p, size_t size) { return mm_realloc(p, size); }
+MM_EXPORT void *reallocarray(void *p, size_t count, size_t size) { return mm_reallocarray(p, count, size); }
+MM_EXPORT int posix_memalign(void **out, size_t alignment, size_t size) {
+  return mm_posix_memalign(out, alignment, size);
+}
+MM_EXPORT void *aligned_alloc(size_t alignment, size_t size) { return mm_aligned_alloc(alignment, size); }
+MM_EXPORT void *memalign(size_t alignment, size_t size) { return mm_memalign(alignment, size); }
+MM_EXPORT void *valloc(size_t size) { return mm_valloc(size); }
+MM_EXPORT void *pvalloc(size_t size) { return mm_pvalloc(size); }
+MM_EXPORT size_t malloc_usable_size(void *p) { return mm_usable_size(p); }

@@ -1,0 +1,92 @@
+/* manymalloc cpu: malloc, calloc, realloc and their slow path.
+ *
+ * The fast path (mm_malloc_inline in internal.h) pops the first block of the
+ * page that heap->direct names for the size.  Everything else arrives in
+ * mm_malloc_generic: the first malloc of a thread, sizes above the direct
+ * range, an exhausted page, large blocks and checked mode. */
+#include <errno.h>
+
+#include "internal.h"
+
+static void *mm_malloc_from_class(mm_heap_t *heap, unsigned size_class) {
+  mm_page_t *page = heap->queues[size_class].first;
+  if (page == NULL || page->free == NULL) {
+    page = mm_heap_find_page(heap, size_class);
+    if (page == NULL) return NULL;
+  }
+  mm_block_t *block = page->free;
+  page->free = block->next;
+  page->used++;
+  heap->stats.blocks[size_class]++;
+  if (mm_unlikely(mm_options.checked)) mm_checked_on_malloc(mm_segment_of(block), block);
+  return block;
+}
+
+void *mm_malloc_generic(mm_heap_t *heap, size_t size) {
+  if (mm_unlikely(heap == &mm_heap_empty)) {
+    heap = mm_thread_init();
+    if (heap == NULL) return NULL;
+  }
+  if (size > MM_SIZE_CLASS_MAX) return mm_large_alloc(size, MM_ALIGNMENT);
+  if (mm_unlikely(mm_atomic_load_relaxed(&heap->delayed_free) != 0)) mm_heap_delayed_drain(heap);
+  return mm_malloc_from_class(heap, mm_size_class_of(size));
+}
+
+MM_EXPORT void *mm_malloc(size_t size) {
+  return mm_malloc_inline(size);
+}
+
+/* ---------------------------------------------------------------------------
+ * calloc, realloc
+ * ------------------------------------------------------------------------- */
+
+MM_EXPORT void *mm_calloc(size_t count, size_t size) {
+  size_t total;
+  if (__builtin_mul_overflow(count, size, &total)) {
+    errno = ENOMEM;
+    return NULL;
+  }
+  void *p = mm_malloc_inline(total);
+  if (p == NULL) return NULL;
+  /* fresh mappings of large blocks are zero already */
+  if (total <= MM_SIZE_CLASS_MAX) memset(p, 0, total);
+  return p;
+}
+
+size_t mm_usable_size(const void *p) {
+  if (p == NULL) return 0;
+  mm_segment_t *seg = mm_segment_of(p);
+  if (seg->kind == MM_SEGMENT_LARGE) return seg->block_size;
+  return mm_segment_page_of(seg, p)->block_size;
+}
+
+MM_EXPORT size_t mm_malloc_usable_size(const void *p) {
+  return mm_usable_size(p);
+}
+
+/* Like glibc: realloc(p, 0) frees p and returns NULL. */
+MM_EXPORT void *mm_realloc(void *p, size_t size) {
+  if (p == NULL) return mm_malloc_inline(size);
+  if (size == 0) {
+    mm_free_inline(p);
+    return NULL;
+  }
+  mm_segment_t *seg = mm_segment_of(p);
+  if (seg->kind == MM_SEGMENT_LARGE && size > MM_SIZE_CLASS_MAX) return mm_large_realloc(seg, p, size);
+  size_t usable = mm_usable_size(p);
+  if (size <= usable && size >= usable / 2) return p; /* fits, and not wastefully */
+  void *q = mm_malloc_inline(size);
+  if (q == NULL) return NULL;
+  memcpy(q, p, size < usable ? size : usable);
+  mm_free_inline(p);
+  return q;
+}
+
+MM_EXPORT void *mm_reallocarray(void *p, size_t count, size_t size) {
+  size_t total;
+  if (__builtin_mul_overflow(count, size, &total)) {
+    errno = ENOMEM;
+    return NULL;
+  }
+  return mm_realloc(p, total);
+}

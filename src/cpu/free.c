@@ -1,0 +1,26 @@
+/* manymalloc cpu: free and its slow path.
+ *
+ * The fast path (mm_free_inline in internal.h) pushes the block on its
+ * page's local_free list when the calling thread owns the segment.  Here:
+ * frees into full pages, frees from other threads (or from a thread whose
+ * heap is gone), large blocks and checked mode. */
+#include "internal.h"
+
+void mm_free_generic(mm_segment_t *seg, mm_page_t *page, void *p) {
+  if (mm_unlikely(mm_options.checked)) mm_checked_validate(p); /* aborts on a bad pointer */
+  mm_heap_t *heap = mm_heap_tls;
+  if (seg->kind == MM_SEGMENT_LARGE) {
+    mm_large_free(seg);
+  } else if (seg->heap == heap) {
+    mm_page_free_local_slow(seg, page, (mm_block_t *)p);
+  } else {
+    unsigned size_class = page->size_class;
+    mm_page_free_remote(page, (mm_block_t *)p);
+    if (heap != &mm_heap_empty) heap->stats.blocks[size_class]--;
+    else mm_stats_orphan_free(size_class);
+  }
+}
+
+MM_EXPORT void mm_free(void *p) {
+  mm_free_inline(p);
+}

@@ -1,0 +1,182 @@
+/* manymalloc cpu: thread heaps.
+ *
+ * A heap is the thread cache: per size class a queue of pages whose first
+ * page feeds the fast path (through heap->direct for small sizes), a queue
+ * of full pages, and the list of blocks freed remotely into full pages.
+ * When its thread exits the heap is orphaned whole onto a central seq_fifo;
+ * the next new thread adopts it, pages, segments and pending frees included.
+ * Heaps are never unmapped, so a remote thread may always touch one. */
+#include "internal.h"
+#include "seq_fifo.h"
+
+mm_heap_t *mm_heaps_all; /* every heap ever created, linked by all_next (push only) */
+
+#define MM_ORPHAN_CAPACITY 1024
+static mm_fifo_cell_t mm_orphan_cells[MM_ORPHAN_CAPACITY];
+static mm_seq_fifo_t mm_orphans;
+
+void mm_heaps_init(void) {
+  mm_seq_fifo_init(&mm_orphans, mm_orphan_cells, MM_ORPHAN_CAPACITY);
+}
+
+/* ---------------------------------------------------------------------------
+ * Page queues
+ * ------------------------------------------------------------------------- */
+
+static mm_page_queue_t *mm_heap_queue_of(mm_heap_t *heap, mm_page_t *page) {
+  return page->in_full ? &heap->full : &heap->queues[page->size_class];
+}
+
+/* Points the direct entries of a class at the first page of its queue.
+ * In checked mode they stay on the empty page so every malloc takes the
+ * slow path, where the allocation is recorded. */
+static void mm_heap_direct_update(mm_heap_t *heap, unsigned size_class) {
+  size_t size = mm_size_class_size(size_class);
+  if (size > MM_DIRECT_MAX || mm_options.checked) return;
+  mm_page_t *page = heap->queues[size_class].first;
+  if (page == NULL) page = (mm_page_t *)&mm_page_empty;
+  size_t lo = size_class == 0 ? 0 : mm_size_class_size(size_class - 1) / MM_ALIGNMENT + 1;
+  for (size_t i = lo; i <= size / MM_ALIGNMENT; i++) heap->direct[i] = page;
+}
+
+void mm_heap_queue_remove(mm_heap_t *heap, mm_page_t *page) {
+  mm_page_queue_t *q = mm_heap_queue_of(heap, page);
+  bool was_first = q->first == page;
+  if (page->prev != NULL) page->prev->next = page->next;
+  else q->first = page->next;
+  if (page->next != NULL) page->next->prev = page->prev;
+  else q->last = page->prev;
+  page->next = page->prev = NULL;
+  if (was_first && !page->in_full) mm_heap_direct_update(heap, page->size_class);
+}
+
+void mm_heap_queue_push_front(mm_heap_t *heap, mm_page_t *page) {
+  mm_page_queue_t *q = mm_heap_queue_of(heap, page);
+  page->prev = NULL;
+  page->next = q->first;
+  if (q->first != NULL) q->first->prev = page;
+  else q->last = page;
+  q->first = page;
+  if (!page->in_full) mm_heap_direct_update(heap, page->size_class);
+}
+
+static void mm_heap_page_to_full(mm_heap_t *heap, mm_page_t *page) {
+  mm_heap_queue_remove(heap, page);
+  page->in_full = 1;
+  mm_heap_queue_push_front(heap, page);
+}
+
+/* Moves a page from heap->full back to its class queue, unless a remote
+ * thread is still notifying about it (the drain of delayed_free retries). */
+void mm_heap_page_unfull(mm_heap_t *heap, mm_page_t *page) {
+  if (!mm_page_try_clear_delayed(page)) return;
+  mm_heap_queue_remove(heap, page);
+  page->in_full = 0;
+  mm_heap_queue_push_front(heap, page);
+}
+
+/* ---------------------------------------------------------------------------
+ * Finding a page with a free block
+ * ------------------------------------------------------------------------- */
+
+/* The first page of the class with a free block, at the front of its queue;
+ * pages found full move to heap->full on the way.  NULL only when the OS
+ * refuses memory. */
+mm_page_t *mm_heap_find_page(mm_heap_t *heap, unsigned size_class) {
+  mm_page_queue_t *q = &heap->queues[size_class];
+  mm_page_t *page = q->first;
+  while (page != NULL) {
+    mm_page_t *next = page->next;
+    if (page->free == NULL) mm_page_collect(page);
+    if (page->free != NULL || mm_page_extend(page)) {
+      if (q->first != page) {
+        mm_heap_queue_remove(heap, page);
+        mm_heap_queue_push_front(heap, page);
+      }
+      return page;
+    }
+    if (mm_page_try_mark_full(page)) mm_heap_page_to_full(heap, page);
+    else continue; /* a remote free arrived meanwhile: collect again */
+    page = next;
+  }
+  page = mm_segment_page_alloc(heap, size_class);
+  if (page == NULL) return NULL;
+  mm_page_extend(page);
+  mm_heap_queue_push_front(heap, page);
+  return page;
+}
+
+/* Frees the blocks that remote threads handed over for full pages. */
+void mm_heap_delayed_drain(mm_heap_t *heap) {
+  uintptr_t list = mm_atomic_exchange(&heap->delayed_free, 0);
+  mm_block_t *block = (mm_block_t *)list;
+  while (block != NULL) {
+    mm_block_t *next = block->next;
+    mm_segment_t *seg = mm_segment_of(block);
+    mm_page_t *page = mm_segment_page_of(seg, block);
+    if (mm_xthread_tag(mm_atomic_load_acquire(&page->xthread_free)) == MM_DELAYED_BUSY) {
+      /* its notifier still holds the page: keep the block for the next drain */
+      uintptr_t head = mm_atomic_load_relaxed(&heap->delayed_free);
+      do {
+        block->next = (mm_block_t *)head;
+      } while (!mm_atomic_cas(&heap->delayed_free, &head, (uintptr_t)block));
+    } else {
+      mm_page_collect(page);
+      mm_page_free_local_slow(seg, page, block);
+      heap->stats.blocks[page->size_class]++; /* counted by its remote freer */
+    }
+    block = next;
+  }
+}
+
+/* ---------------------------------------------------------------------------
+ * Collection, orphaning and adoption
+ * ------------------------------------------------------------------------- */
+
+/* Merges all pending frees and returns every empty page to its segment
+ * (and empty segments to the cache).  With release_all the one page per
+ * class that mm_page_retire keeps goes too. */
+void mm_heap_collect(mm_heap_t *heap, bool release_all) {
+  mm_heap_delayed_drain(heap);
+  for (mm_page_t *page = heap->full.first, *next; page != NULL; page = next) {
+    next = page->next;
+    mm_page_collect(page);
+    if (page->free != NULL || page->capacity < page->reserved) mm_heap_page_unfull(heap, page);
+  }
+  for (unsigned c = 0; c < MM_SIZE_CLASS_COUNT; c++) {
+    for (mm_page_t *page = heap->queues[c].first, *next; page != NULL; page = next) {
+      next = page->next;
+      mm_page_collect(page);
+      if (page->used == 0 && (release_all || page != heap->queues[c].first || next != NULL)) {
+        mm_heap_queue_remove(heap, page);
+        mm_segment_page_free(heap, page);
+      }
+    }
+  }
+}
+
+static mm_heap_t *mm_heap_create(void) {
+  size_t size = (sizeof(mm_heap_t) + MM_OS_PAGE_SIZE - 1) & ~(MM_OS_PAGE_SIZE - 1);
+  mm_heap_t *heap = mm_os_alloc(size);
+  if (heap == NULL) return NULL;
+  for (size_t i = 0; i < MM_DIRECT_COUNT; i++) heap->direct[i] = (mm_page_t *)&mm_page_empty;
+  uintptr_t head = mm_atomic_load_relaxed((uintptr_t *)&mm_heaps_all);
+  do {
+    heap->all_next = (mm_heap_t *)head;
+  } while (!mm_atomic_cas((uintptr_t *)&mm_heaps_all, &head, (uintptr_t)heap));
+  return heap;
+}
+
+/* A heap for a new thread: an orphan if there is one, else a fresh one. */
+mm_heap_t *mm_heap_acquire(void) {
+  uintptr_t orphan;
+  if (mm_seq_fifo_pop(&mm_orphans, &orphan)) return (mm_heap_t *)orphan;
+  return mm_heap_create();
+}
+
+/* The owning thread is done with the heap (it no longer is mm_heap_tls).
+ * If the orphan queue is full the heap stays unowned for good; frees into
+ * it still work through the remote path. */
+void mm_heap_release(mm_heap_t *heap) {
+  mm_seq_fifo_push(&mm_orphans, (uintptr_t)heap);
+}

@@ -1,0 +1,64 @@
+/* manymalloc cpu: process and thread start and exit.
+ *
+ * Nothing here allocates through malloc, so the first malloc of the process
+ * (possibly from the dynamic loader or libc itself, under LD_PRELOAD) can
+ * initialise everything.  A thread starts on mm_heap_empty, whose direct
+ * entries all name an empty page: its first malloc falls to the slow path,
+ * which gives it a heap; its frees take the remote path until then.  When
+ * the thread exits, a pthread key destructor collects the heap, puts the
+ * thread back on mm_heap_empty (so frees from later TLS destructors still
+ * work) and orphans the heap.
+ *
+ * fork: the allocator holds no lock, so no atfork handler is needed; in the
+ * child the forking thread keeps its heap, and blocks of the parent's other
+ * threads are freed through the remote path of their (now ownerless) heaps. */
+#include <pthread.h>
+
+#include "internal.h"
+
+const mm_page_t mm_page_empty;
+
+mm_heap_t mm_heap_empty = {
+  .direct = {[0 ... MM_DIRECT_COUNT - 1] = (mm_page_t *)&mm_page_empty},
+};
+
+__thread mm_heap_t *mm_heap_tls __attribute__((tls_model("initial-exec"))) = &mm_heap_empty;
+
+static pthread_once_t mm_process_once = PTHREAD_ONCE_INIT;
+static pthread_key_t mm_thread_key;
+
+static void mm_thread_done(void *value) {
+  mm_heap_t *heap = value;
+  mm_heap_collect(heap, true);
+  mm_heap_tls = &mm_heap_empty;
+  mm_heap_release(heap);
+}
+
+static void mm_process_init(void) {
+  mm_options_init();
+  mm_checked_init();
+  mm_segment_cache_init();
+  mm_heaps_init();
+  pthread_key_create(&mm_thread_key, mm_thread_done);
+}
+
+/* Gives the calling thread a heap; NULL (errno ENOMEM) when there is no
+ * memory for one, in which case the thread stays on mm_heap_empty. */
+mm_heap_t *mm_thread_init(void) {
+  pthread_once(&mm_process_once, mm_process_init);
+  mm_heap_t *heap = mm_heap_acquire();
+  if (heap == NULL) return NULL;
+  mm_heap_tls = heap;
+  pthread_setspecific(mm_thread_key, heap);
+  return heap;
+}
+
+__attribute__((destructor)) static void mm_process_done(void) {
+  if (mm_options.verbose) mm_stats_print(stderr);
+}
+
+MM_EXPORT void mm_collect(void) {
+  mm_heap_t *heap = mm_heap_tls;
+  if (heap != &mm_heap_empty) mm_heap_collect(heap, true);
+  mm_segment_cache_purge();
+}

@@ -1,0 +1,147 @@
+/* manymalloc cpu: internal declarations and the inline fast paths.
+ *
+ * malloc and free are two short inline functions here, shared by the mm_*
+ * entry points (alloc.c, free.c) and the standard names (alloc-override.c).
+ * Anything that is not the common case is a named out-of-line function. */
+#ifndef MM_CPU_INTERNAL_H
+#define MM_CPU_INTERNAL_H
+
+#include <stdio.h>
+#include <string.h>
+
+#include "types.h"
+#include "atomic.h"
+#include "manymalloc/manymalloc.h"
+
+#define MM_EXPORT   __attribute__((visibility("default")))
+#define MM_NOINLINE __attribute__((noinline))
+#define mm_likely(x)   __builtin_expect(!!(x), 1)
+#define mm_unlikely(x) __builtin_expect(!!(x), 0)
+
+/* ---- options.c ---- */
+typedef struct mm_options_s {
+  bool verbose;          /* MANYMALLOC_VERBOSE: print statistics at exit */
+  bool checked;          /* MANYMALLOC_CHECKED: validate every free */
+  bool purge;            /* MANYMALLOC_PURGE: give cached segments' pages back (madvise) */
+  size_t segment_cache;  /* MANYMALLOC_SEGMENT_CACHE: empty segments kept mapped */
+  size_t orphan_cache;   /* capacity of the orphaned-heap queue */
+} mm_options_t;
+extern mm_options_t mm_options;
+void mm_options_init(void);
+
+/* ---- os.c: the only calls to mmap/munmap/madvise/mremap ---- */
+void *mm_os_alloc(size_t size);
+void *mm_os_alloc_aligned(size_t size, size_t alignment, size_t offset);
+void *mm_os_reserve(size_t size);
+void  mm_os_free(void *p, size_t size);
+void  mm_os_purge(void *p, size_t size);
+bool  mm_os_resize(void *p, size_t old_size, size_t new_size);
+void *mm_os_move_aligned(void *p, size_t old_size, size_t new_size, size_t alignment);
+
+/* ---- init.c ---- */
+extern __thread mm_heap_t *mm_heap_tls __attribute__((tls_model("initial-exec")));
+extern mm_heap_t mm_heap_empty;
+extern const mm_page_t mm_page_empty;
+mm_heap_t *mm_thread_init(void);
+
+/* ---- heap.c ---- */
+mm_heap_t *mm_heap_acquire(void);
+void mm_heap_release(mm_heap_t *heap);
+void mm_heap_collect(mm_heap_t *heap, bool release_all);
+void mm_heap_delayed_drain(mm_heap_t *heap);
+mm_page_t *mm_heap_find_page(mm_heap_t *heap, unsigned size_class);
+void mm_heap_queue_remove(mm_heap_t *heap, mm_page_t *page);
+void mm_heap_queue_push_front(mm_heap_t *heap, mm_page_t *page);
+void mm_heap_page_unfull(mm_heap_t *heap, mm_page_t *page);
+void mm_heaps_init(void);
+extern mm_heap_t *mm_heaps_all;
+
+/* ---- page.c ---- */
+void mm_page_init(mm_page_t *page, mm_segment_t *seg, unsigned size_class);
+void mm_page_collect(mm_page_t *page);
+bool mm_page_extend(mm_page_t *page);
+bool mm_page_try_mark_full(mm_page_t *page);
+bool mm_page_try_clear_delayed(mm_page_t *page);
+void mm_page_retire(mm_page_t *page);
+void mm_page_free_remote(mm_page_t *page, mm_block_t *block);
+void mm_page_free_local_slow(mm_segment_t *seg, mm_page_t *page, mm_block_t *block);
+
+/* ---- segment.c ---- */
+mm_page_t *mm_segment_page_alloc(mm_heap_t *heap, unsigned size_class);
+void mm_segment_page_free(mm_heap_t *heap, mm_page_t *page);
+void mm_segment_cache_init(void);
+void mm_segment_cache_purge(void);
+uint8_t *mm_segment_page_area(const mm_segment_t *seg, size_t index, size_t *size);
+
+/* ---- large.c ---- */
+void *mm_large_alloc(size_t size, size_t alignment);
+void mm_large_free(mm_segment_t *seg);
+void *mm_large_realloc(mm_segment_t *seg, void *p, size_t size);
+
+/* ---- alloc.c / free.c slow paths ---- */
+void *mm_malloc_generic(mm_heap_t *heap, size_t size) MM_NOINLINE;
+void mm_free_generic(mm_segment_t *seg, mm_page_t *page, void *p) MM_NOINLINE;
+void *mm_malloc_aligned(size_t size, size_t alignment);
+size_t mm_usable_size(const void *p);
+
+/* ---- checked.c ---- */
+void mm_checked_init(void);
+void mm_checked_on_map(mm_segment_t *seg);
+void mm_checked_on_unmap(mm_segment_t *seg, bool large_block);
+void mm_checked_on_malloc(mm_segment_t *seg, void *p);
+void mm_checked_validate(const void *p);
+void mm_fatal_pointer(const char *what, const void *p) __attribute__((noreturn));
+
+/* ---- stats.c ---- */
+void mm_stats_mapped(intptr_t bytes);
+void mm_stats_segments(intptr_t count);
+void mm_stats_large(intptr_t count, intptr_t bytes);
+void mm_stats_orphan_free(unsigned size_class);
+void mm_stats_update_peak(void);
+
+/* ---- inline helpers ---- */
+static inline mm_segment_t *mm_segment_of(const void *p) {
+  /* p - 1: a large block aligned to the segment size sits one segment past its header */
+  return (mm_segment_t *)(((uintptr_t)p - 1) & ~MM_SEGMENT_MASK);
+}
+
+static inline mm_page_t *mm_segment_page_of(mm_segment_t *seg, const void *p) {
+  return &seg->pages[((uintptr_t)p - (uintptr_t)seg) >> seg->page_shift];
+}
+
+static inline mm_block_t *mm_xthread_list(uintptr_t x) { return (mm_block_t *)(x & ~MM_DELAYED_MASK); }
+static inline mm_delayed_t mm_xthread_tag(uintptr_t x) { return (mm_delayed_t)(x & MM_DELAYED_MASK); }
+
+/* ---- the fast paths ---- */
+static inline void *mm_malloc_inline(size_t size) {
+  mm_heap_t *heap = mm_heap_tls;
+  if (mm_likely(size <= MM_DIRECT_MAX)) {
+    mm_page_t *page = heap->direct[(size + MM_ALIGNMENT - 1) / MM_ALIGNMENT];
+    mm_block_t *block = page->free;
+    if (mm_likely(block != NULL)) {
+      page->free = block->next;
+      page->used++;
+      heap->stats.blocks[page->size_class]++;
+      return block;
+    }
+  }
+  return mm_malloc_generic(heap, size);
+}
+
+static inline void mm_free_inline(void *p) {
+  if (mm_unlikely(p == NULL)) return;
+  mm_segment_t *seg = mm_segment_of(p);
+  mm_page_t *page = mm_segment_page_of(seg, p);
+  mm_heap_t *heap = mm_heap_tls;
+  if (mm_likely(seg->owner == (uintptr_t)heap && !page->in_full)) {
+    mm_block_t *block = (mm_block_t *)p;
+    block->next = page->local_free;
+    page->local_free = block;
+    heap->stats.blocks[page->size_class]--;
+    if (mm_unlikely(--page->used == 0)) mm_page_retire(page);
+    return;
+  }
+  mm_free_generic(seg, page, p);
+}
+
+#endif /* MM_CPU_INTERNAL_H */

@@ -1,0 +1,38 @@
+/* manymalloc cpu: configuration from MANYMALLOC_* environment variables.
+ *
+ * Read once, at process init, before the first block is handed out; the
+ * values never change afterwards.  docs/cpu-design.md lists them. */
+#include <stdlib.h>
+
+#include "internal.h"
+
+mm_options_t mm_options = {
+  .verbose = false,
+  .checked = false,
+  .purge = true,
+  .segment_cache = 8,
+  .orphan_cache = 1024,
+};
+
+/* getenv does not allocate, so it is safe this early. */
+static size_t mm_option_number(const char *name, size_t fallback, size_t max) {
+  const char *s = getenv(name);
+  if (s == NULL || *s == '\0') return fallback;
+  char *end;
+  unsigned long long v = strtoull(s, &end, 10);
+  if (*end != '\0') return fallback;
+  return v > max ? max : (size_t)v;
+}
+
+static bool mm_option_flag(const char *name, bool fallback) {
+  const char *s = getenv(name);
+  if (s == NULL || *s == '\0') return fallback;
+  return !(s[0] == '0' || s[0] == 'n' || s[0] == 'N' || s[0] == 'f' || s[0] == 'F');
+}
+
+void mm_options_init(void) {
+  mm_options.verbose = mm_option_flag("MANYMALLOC_VERBOSE", mm_options.verbose);
+  mm_options.checked = mm_option_flag("MANYMALLOC_CHECKED", mm_options.checked);
+  mm_options.purge = mm_option_flag("MANYMALLOC_PURGE", mm_options.purge);
+  mm_options.segment_cache = mm_option_number("MANYMALLOC_SEGMENT_CACHE", mm_options.segment_cache, 1024);
+}

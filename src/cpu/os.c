@@ -1,0 +1,90 @@
+/* manymalloc cpu: memory from the OS.
+ *
+ * The only file that calls mmap, munmap, madvise and mremap.  Every failure
+ * is reported as NULL/false with errno = ENOMEM, and leaves nothing mapped,
+ * so callers keep a consistent state when memory runs out. */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <sys/mman.h>
+
+#include "internal.h"
+
+static void *mm_os_map(void *hint, size_t size, int prot, int flags) {
+  void *p = mmap(hint, size, prot, MAP_PRIVATE | MAP_ANONYMOUS | flags, -1, 0);
+  if (p == MAP_FAILED) {
+    errno = ENOMEM;
+    return NULL;
+  }
+  return p;
+}
+
+/* Read-write, zeroed memory. */
+void *mm_os_alloc(size_t size) {
+  void *p = mm_os_map(NULL, size, PROT_READ | PROT_WRITE, 0);
+  if (p != NULL) mm_stats_mapped((intptr_t)size);
+  return p;
+}
+
+/* Address space only: pages are committed when first touched, never counted
+ * against overcommit (used for the checked-mode registry). */
+void *mm_os_reserve(size_t size) {
+  return mm_os_map(NULL, size, PROT_READ | PROT_WRITE, MAP_NORESERVE);
+}
+
+/* `size` bytes at an address p with (p + offset) % alignment == 0
+ * (alignment a power of two, a multiple of the OS page): over-map, trim. */
+void *mm_os_alloc_aligned(size_t size, size_t alignment, size_t offset) {
+  size_t over = size + alignment;
+  if (over < size) {
+    errno = ENOMEM;
+    return NULL;
+  }
+  uint8_t *raw = mm_os_map(NULL, over, PROT_READ | PROT_WRITE, 0);
+  if (raw == NULL) return NULL;
+  uintptr_t target = ((uintptr_t)raw + offset + alignment - 1) & ~(uintptr_t)(alignment - 1);
+  uint8_t *p = (uint8_t *)(target - offset);
+  if (p < raw) p += alignment;
+  size_t head = (size_t)(p - raw);
+  size_t tail = over - head - size;
+  if (head > 0) munmap(raw, head);
+  if (tail > 0) munmap(p + size, tail);
+  mm_stats_mapped((intptr_t)size);
+  return p;
+}
+
+void mm_os_free(void *p, size_t size) {
+  if (munmap(p, size) == 0) mm_stats_mapped(-(intptr_t)size);
+}
+
+/* The pages read as zero afterwards and no longer count in the RSS. */
+void mm_os_purge(void *p, size_t size) {
+  madvise(p, size, MADV_DONTNEED);
+}
+
+/* Grows or shrinks the mapping at p in place; false if it cannot. */
+bool mm_os_resize(void *p, size_t old_size, size_t new_size) {
+  if (mremap(p, old_size, new_size, 0) == MAP_FAILED) return false;
+  mm_stats_mapped((intptr_t)new_size - (intptr_t)old_size);
+  return true;
+}
+
+/* Moves the mapping at p (its pages, without copying) to a new place of
+ * new_size bytes aligned to `alignment`; NULL (p untouched) on failure. */
+void *mm_os_move_aligned(void *p, size_t old_size, size_t new_size, size_t alignment) {
+  size_t over = new_size + alignment;
+  uint8_t *raw = mm_os_map(NULL, over, PROT_NONE, MAP_NORESERVE);
+  if (raw == NULL) return NULL;
+  uint8_t *dst = (uint8_t *)(((uintptr_t)raw + alignment - 1) & ~(uintptr_t)(alignment - 1));
+  void *moved = mremap(p, old_size, new_size, MREMAP_MAYMOVE | MREMAP_FIXED, dst);
+  if (moved == MAP_FAILED) {
+    munmap(raw, over);
+    errno = ENOMEM;
+    return NULL;
+  }
+  /* mremap replaced [dst, dst+new_size) of the reservation; drop the rest */
+  if (dst > raw) munmap(raw, (size_t)(dst - raw));
+  size_t tail = (size_t)(raw + over - (dst + new_size));
+  if (tail > 0) munmap(dst + new_size, tail);
+  mm_stats_mapped((intptr_t)new_size - (intptr_t)old_size);
+  return dst;
+}

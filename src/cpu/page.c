@@ -1,0 +1,134 @@
+/* manymalloc cpu: pages, the core of the allocator.
+ *
+ * A page holds blocks of one size class and three free lists (mimalloc's
+ * free-list sharding): `free` feeds malloc, `local_free` takes the owner's
+ * frees, and the atomic `xthread_free` takes other threads' frees.  Only the
+ * owner touches the first two, so the fast paths need no atomic instruction;
+ * the owner merges the lists here, on its slow path.
+ *
+ * A page the owner found full leaves its class queue for heap->full.  The
+ * first remote free into such a page (tag MM_DELAYED_NOTIFY) also hands its
+ * block to the heap's delayed_free list, so the owner finds the page again. */
+#include "internal.h"
+
+void mm_page_init(mm_page_t *page, mm_segment_t *seg, unsigned size_class) {
+  size_t area;
+  page->start = mm_segment_page_area(seg, page->index, &area);
+  page->block_size = mm_size_class_size(size_class);
+  page->size_class = (uint8_t)size_class;
+  page->reserved = (uint32_t)(area / page->block_size);
+  page->capacity = 0;
+  page->used = 0;
+  page->in_full = 0;
+  page->free = NULL;
+  page->local_free = NULL;
+  mm_atomic_store_relaxed(&page->xthread_free, 0);
+  page->next = page->prev = NULL;
+}
+
+/* Links the next few untouched blocks into `free`, so that a fresh page
+ * commits its memory as it is used, not all at once. */
+bool mm_page_extend(mm_page_t *page) {
+  size_t left = page->reserved - page->capacity;
+  if (left == 0) return false;
+  size_t n = MM_EXTEND_BYTES / page->block_size;
+  if (n == 0) n = 1;
+  if (n > left) n = left;
+  uint8_t *first = page->start + page->capacity * page->block_size;
+  uint8_t *b = first;
+  for (size_t i = 1; i < n; i++, b += page->block_size) ((mm_block_t *)b)->next = (mm_block_t *)(b + page->block_size);
+  ((mm_block_t *)b)->next = page->free;
+  page->free = (mm_block_t *)first;
+  page->capacity += (uint32_t)n;
+  return true;
+}
+
+/* Takes the remote frees (keeping the tag) and moves them and the local
+ * frees into `free`. */
+void mm_page_collect(mm_page_t *page) {
+  uintptr_t x = mm_atomic_load_relaxed(&page->xthread_free);
+  if (mm_xthread_list(x) != NULL) {
+    while (!mm_atomic_cas(&page->xthread_free, &x, x & MM_DELAYED_MASK)) {}
+    mm_block_t *head = mm_xthread_list(x), *tail = head;
+    uint32_t n = 1;
+    while (tail->next != NULL) { tail = tail->next; n++; }
+    tail->next = page->free;
+    page->free = head;
+    page->used -= n;
+  }
+  if (page->local_free != NULL) {
+    mm_block_t *tail = page->local_free;
+    while (tail->next != NULL) tail = tail->next;
+    tail->next = page->free;
+    page->free = page->local_free;
+    page->local_free = NULL;
+  }
+}
+
+/* Arms the notification for a page about to enter heap->full; fails when a
+ * remote free slipped in since the last collect (the page is not full). */
+bool mm_page_try_mark_full(mm_page_t *page) {
+  uintptr_t expected = MM_DELAYED_NONE;
+  return mm_atomic_cas(&page->xthread_free, &expected, MM_DELAYED_NOTIFY);
+}
+
+/* Disarms the notification so the page may leave heap->full; fails while
+ * a remote thread is still notifying (it would re-arm a stale state). */
+bool mm_page_try_clear_delayed(mm_page_t *page) {
+  uintptr_t x = mm_atomic_load_relaxed(&page->xthread_free);
+  for (;;) {
+    if (mm_xthread_tag(x) == MM_DELAYED_BUSY) return false;
+    if (mm_xthread_tag(x) == MM_DELAYED_NONE) return true;
+    if (mm_atomic_cas(&page->xthread_free, &x, x & ~MM_DELAYED_MASK)) return true;
+  }
+}
+
+/* A free by a thread that does not own the page.  The block stays counted
+ * in page->used until the owner collects it, so the page cannot be retired
+ * while this runs; with MM_DELAYED_BUSY set it cannot even be collected. */
+void mm_page_free_remote(mm_page_t *page, mm_block_t *block) {
+  uintptr_t x = mm_atomic_load_relaxed(&page->xthread_free), desired;
+  bool notify;
+  do {
+    notify = mm_xthread_tag(x) == MM_DELAYED_NOTIFY;
+    if (notify) {
+      desired = (x & ~MM_DELAYED_MASK) | MM_DELAYED_BUSY;
+    } else {
+      block->next = mm_xthread_list(x);
+      desired = (uintptr_t)block | mm_xthread_tag(x);
+    }
+  } while (!mm_atomic_cas(&page->xthread_free, &x, desired));
+  if (!notify) return;
+
+  mm_heap_t *heap = mm_segment_of(page->start)->heap;
+  uintptr_t head = mm_atomic_load_relaxed(&heap->delayed_free);
+  do {
+    block->next = (mm_block_t *)head;
+  } while (!mm_atomic_cas(&heap->delayed_free, &head, (uintptr_t)block));
+
+  x = mm_atomic_load_relaxed(&page->xthread_free);
+  while (!mm_atomic_cas(&page->xthread_free, &x, x & ~MM_DELAYED_MASK)) {}
+}
+
+/* An owner's free into a page parked in heap->full: the page has room again. */
+void mm_page_free_local_slow(mm_segment_t *seg, mm_page_t *page, mm_block_t *block) {
+  block->next = page->local_free;
+  page->local_free = block;
+  seg->heap->stats.blocks[page->size_class]--;
+  page->used--;
+  if (page->in_full) mm_heap_page_unfull(seg->heap, page);
+  if (page->used == 0) mm_page_retire(page);
+}
+
+/* The page has no live block.  The only page of its class stays (so a
+ * malloc/free loop at a page boundary does not map and unmap); any other
+ * goes back to its segment. */
+void mm_page_retire(mm_page_t *page) {
+  mm_segment_t *seg = mm_segment_of(page->start);
+  mm_heap_t *heap = seg->heap;
+  if (page->in_full) return; /* still parked: a notifying thread may hold it */
+  mm_page_queue_t *q = &heap->queues[page->size_class];
+  if (q->first == page && page->next == NULL) return;
+  mm_heap_queue_remove(heap, page);
+  mm_segment_page_free(heap, page);
+}

@@ -1,0 +1,158 @@
+/* manymalloc cpu: segments, the unit of memory taken from the OS.
+ *
+ * A segment is MM_SEGMENT_SIZE bytes aligned to its size.  Its first
+ * MM_SEGMENT_HEADER_SIZE bytes hold the header (and the checked-mode bitmap);
+ * the rest is cut into page slots of one size per segment kind.  A heap
+ * lists the segments that still have free slots; a segment whose last page
+ * is freed goes to the central segment cache (a seq_fifo, lock-free), or
+ * back to the OS when the cache is full. */
+#include "internal.h"
+#include "seq_fifo.h"
+
+_Static_assert(offsetof(mm_segment_t, pages[1]) <= MM_LARGE_OFFSET,
+               "a large block's header must fit before the block");
+_Static_assert(sizeof(mm_segment_t) <= MM_SEGMENT_CHECK_OFFSET, "segment header too big");
+
+#define MM_SEGMENT_CACHE_MAX 1024
+static mm_fifo_cell_t mm_segment_cache_cells[MM_SEGMENT_CACHE_MAX];
+static mm_seq_fifo_t mm_segment_cache;
+
+void mm_segment_cache_init(void) {
+  size_t cap = mm_options.segment_cache < MM_SEGMENT_CACHE_MAX ? mm_options.segment_cache : MM_SEGMENT_CACHE_MAX;
+  mm_seq_fifo_init(&mm_segment_cache, mm_segment_cache_cells, cap);
+}
+
+static unsigned mm_segment_kind_for(unsigned size_class) {
+  return mm_size_class_size(size_class) <= MM_SMALL_BLOCK_MAX ? MM_SEGMENT_SMALL : MM_SEGMENT_MEDIUM;
+}
+
+/* Start and size of page slot `index`; the slots overlapping the header
+ * shrink (or vanish: they are never marked free). */
+uint8_t *mm_segment_page_area(const mm_segment_t *seg, size_t index, size_t *size) {
+  uintptr_t start = (uintptr_t)index << seg->page_shift;
+  uintptr_t end = start + ((uintptr_t)1 << seg->page_shift);
+  if (start < MM_SEGMENT_HEADER_SIZE) start = MM_SEGMENT_HEADER_SIZE;
+  *size = end - start;
+  return (uint8_t *)seg + start;
+}
+
+/* ---------------------------------------------------------------------------
+ * Segment life cycle
+ * ------------------------------------------------------------------------- */
+
+static void mm_segment_setup(mm_segment_t *seg, mm_heap_t *heap, unsigned kind) {
+  unsigned shift = kind == MM_SEGMENT_SMALL ? MM_SMALL_PAGE_SHIFT : MM_MEDIUM_PAGE_SHIFT;
+  memset(seg, 0, sizeof(*seg));
+  seg->heap = heap;
+  seg->owner = mm_options.checked ? 0 : (uintptr_t)heap;
+  seg->kind = kind;
+  seg->page_shift = shift;
+  seg->mapped_size = MM_SEGMENT_SIZE;
+  seg->page_count = (uint32_t)(MM_SEGMENT_SIZE >> shift);
+  for (uint32_t i = 0; i < seg->page_count; i++) {
+    seg->pages[i].index = (uint16_t)i;
+    if (((uintptr_t)(i + 1) << shift) > MM_SEGMENT_HEADER_SIZE) seg->free_pages |= (uint64_t)1 << i;
+  }
+}
+
+static mm_segment_t *mm_segment_alloc(mm_heap_t *heap, unsigned kind) {
+  uintptr_t cached;
+  mm_segment_t *seg;
+  if (mm_seq_fifo_pop(&mm_segment_cache, &cached)) {
+    seg = (mm_segment_t *)cached;
+    if (mm_options.checked && !mm_options.purge)
+      memset((uint8_t *)seg + MM_SEGMENT_CHECK_OFFSET, 0, MM_SEGMENT_SIZE / MM_ALIGNMENT / 8);
+  } else {
+    seg = mm_os_alloc_aligned(MM_SEGMENT_SIZE, MM_SEGMENT_SIZE, 0);
+    if (seg == NULL) return NULL;
+    mm_stats_segments(1);
+    mm_checked_on_map(seg);
+  }
+  mm_segment_setup(seg, heap, kind);
+  return seg;
+}
+
+/* The segment has no page in use: cache it (its pages purged) or unmap it. */
+static void mm_segment_free(mm_segment_t *seg) {
+  seg->heap = NULL;
+  seg->owner = 0;
+  if (mm_options.purge) {
+    uintptr_t keep = (sizeof(mm_segment_t) + MM_OS_PAGE_SIZE - 1) & ~(uintptr_t)(MM_OS_PAGE_SIZE - 1);
+    mm_os_purge((uint8_t *)seg + keep, MM_SEGMENT_SIZE - keep);
+  }
+  if (mm_seq_fifo_push(&mm_segment_cache, (uintptr_t)seg)) return;
+  mm_checked_on_unmap(seg, false);
+  mm_stats_segments(-1);
+  mm_os_free(seg, MM_SEGMENT_SIZE);
+}
+
+/* Returns every cached segment to the OS. */
+void mm_segment_cache_purge(void) {
+  uintptr_t cached;
+  while (mm_seq_fifo_pop(&mm_segment_cache, &cached)) {
+    mm_checked_on_unmap((mm_segment_t *)cached, false);
+    mm_stats_segments(-1);
+    mm_os_free((void *)cached, MM_SEGMENT_SIZE);
+  }
+}
+
+/* ---------------------------------------------------------------------------
+ * The heap's list of segments with free page slots
+ * ------------------------------------------------------------------------- */
+
+static void mm_segment_enqueue(mm_heap_t *heap, mm_segment_t *seg) {
+  mm_segment_t **head = &heap->segments[seg->kind];
+  seg->prev = NULL;
+  seg->next = *head;
+  if (*head != NULL) (*head)->prev = seg;
+  *head = seg;
+  seg->in_queue = true;
+}
+
+static void mm_segment_dequeue(mm_heap_t *heap, mm_segment_t *seg) {
+  if (seg->prev != NULL) seg->prev->next = seg->next;
+  else heap->segments[seg->kind] = seg->next;
+  if (seg->next != NULL) seg->next->prev = seg->prev;
+  seg->next = seg->prev = NULL;
+  seg->in_queue = false;
+}
+
+/* ---------------------------------------------------------------------------
+ * Pages
+ * ------------------------------------------------------------------------- */
+
+/* A fresh page of `size_class` for `heap`; NULL (errno ENOMEM) when the OS
+ * has no memory left. */
+mm_page_t *mm_segment_page_alloc(mm_heap_t *heap, unsigned size_class) {
+  unsigned kind = mm_segment_kind_for(size_class);
+  mm_segment_t *seg = heap->segments[kind];
+  if (seg == NULL) {
+    seg = mm_segment_alloc(heap, kind);
+    if (seg == NULL) return NULL;
+    mm_segment_enqueue(heap, seg);
+  }
+  unsigned index = (unsigned)__builtin_ctzll(seg->free_pages);
+  seg->free_pages &= ~((uint64_t)1 << index);
+  seg->used_pages++;
+  if (seg->free_pages == 0) mm_segment_dequeue(heap, seg);
+  mm_page_t *page = &seg->pages[index];
+  mm_page_init(page, seg, size_class);
+  heap->stats.pages[size_class]++;
+  mm_stats_update_peak();
+  return page;
+}
+
+/* The page (already out of every heap queue) has no live block. */
+void mm_segment_page_free(mm_heap_t *heap, mm_page_t *page) {
+  mm_segment_t *seg = mm_segment_of(page->start);
+  heap->stats.pages[page->size_class]--;
+  page->block_size = 0;
+  seg->free_pages |= (uint64_t)1 << page->index;
+  seg->used_pages--;
+  if (seg->used_pages == 0) {
+    if (seg->in_queue) mm_segment_dequeue(heap, seg);
+    mm_segment_free(seg);
+  } else if (!seg->in_queue) {
+    mm_segment_enqueue(heap, seg);
+  }
+}

@@ -1,0 +1,126 @@
+/* manymalloc cpu: every data structure of the allocator.
+ *
+ * Memory comes from the OS in segments of MM_SEGMENT_SIZE bytes aligned to
+ * their size, so `(p - 1) & ~(MM_SEGMENT_SIZE - 1)` finds the header of any
+ * block p in O(1).  A segment belongs to one thread heap and is cut into
+ * pages of one size (64 KiB for small blocks, 512 KiB for medium ones); a page
+ * serves one size class and keeps three free lists (free, local_free,
+ * xthread_free).  Blocks above MM_SIZE_CLASS_MAX get a mapping of their own
+ * whose first bytes are the same segment header, of kind MM_SEGMENT_LARGE.
+ * docs/cpu-design.md draws the layout. */
+#ifndef MM_CPU_TYPES_H
+#define MM_CPU_TYPES_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "size_class.h"
+
+/* ---- geometry ---- */
+#define MM_SEGMENT_SHIFT       22                               /* 4 MiB segments */
+#define MM_SEGMENT_SIZE        ((uintptr_t)1 << MM_SEGMENT_SHIFT)
+#define MM_SEGMENT_MASK        (MM_SEGMENT_SIZE - 1)
+#define MM_SEGMENT_HEADER_SIZE ((uintptr_t)128 * 1024)          /* header + checked bitmap */
+#define MM_SEGMENT_CHECK_OFFSET ((uintptr_t)64 * 1024)          /* checked-mode bitmap */
+#define MM_SMALL_PAGE_SHIFT    16                               /* 64 KiB pages */
+#define MM_MEDIUM_PAGE_SHIFT   19                               /* 512 KiB pages */
+#define MM_SMALL_BLOCK_MAX     ((size_t)8 * 1024)               /* larger blocks use medium pages */
+#define MM_MAX_PAGES           ((size_t)1 << (MM_SEGMENT_SHIFT - MM_SMALL_PAGE_SHIFT))
+#define MM_LARGE_OFFSET        ((uintptr_t)4096)                /* header before a large block */
+#define MM_OS_PAGE_SIZE        ((size_t)4096)
+#define MM_DIRECT_MAX          ((size_t)1024)                   /* sizes served by heap->direct */
+#define MM_DIRECT_COUNT        (MM_DIRECT_MAX / MM_ALIGNMENT + 1)
+#define MM_EXTEND_BYTES        ((size_t)8 * 1024)               /* free-list growth per step */
+
+typedef struct mm_block_s mm_block_t;
+typedef struct mm_page_s mm_page_t;
+typedef struct mm_segment_s mm_segment_t;
+typedef struct mm_heap_s mm_heap_t;
+
+/* A free block: its first word links it into one of its page's lists. */
+struct mm_block_s {
+  mm_block_t *next;
+};
+
+/* State of a page kept in the two low bits of page->xthread_free (blocks
+ * are 16-aligned).  It tells a freeing thread whether the owner must be told
+ * about a free on a page it parked in its full queue. */
+typedef enum mm_delayed_e {
+  MM_DELAYED_NONE = 0,   /* page is in a class queue: remote frees just push */
+  MM_DELAYED_NOTIFY = 1, /* page is full: the next remote free notifies the heap */
+  MM_DELAYED_BUSY = 2,   /* a remote thread is notifying: the page must stay put */
+} mm_delayed_t;
+#define MM_DELAYED_MASK ((uintptr_t)3)
+
+/* A page: blocks of one size class carved from part of a segment. */
+struct mm_page_s {
+  mm_block_t *free;       /* blocks ready for malloc (owner only; the fast path pops here) */
+  uint32_t used;          /* blocks handed out and not yet seen freed by the owner */
+  uint8_t in_full;        /* page sits in heap->full, not in its class queue */
+  uint8_t size_class;     /* class index, for queues and stats */
+  uint16_t index;         /* slot in its segment */
+  mm_block_t *local_free; /* blocks freed by the owner, merged into `free` when it runs dry */
+  uintptr_t xthread_free; /* atomic: blocks freed by other threads | mm_delayed_t tag */
+  size_t block_size;      /* bytes per block (0: slot is not in use) */
+  uint8_t *start;         /* first block */
+  uint32_t capacity;      /* blocks linked into the free lists so far (grows lazily) */
+  uint32_t reserved;      /* blocks that fit in the page */
+  mm_page_t *next;        /* neighbours in the heap queue the page sits in */
+  mm_page_t *prev;
+};
+
+typedef enum mm_segment_kind_e {
+  MM_SEGMENT_SMALL = 0,  /* 64 KiB pages */
+  MM_SEGMENT_MEDIUM = 1, /* 512 KiB pages */
+  MM_SEGMENT_LARGE = 2,  /* one block with its own mapping */
+} mm_segment_kind_t;
+#define MM_SEGMENT_KINDS 2 /* kinds a heap carves pages from */
+
+/* Segment header, at the start of every segment and every large mapping.
+ * The fields the free fast path reads come first so that a large block's
+ * header fits in the MM_LARGE_OFFSET bytes before it (checked in segment.c). */
+struct mm_segment_s {
+  uintptr_t owner;        /* the owner heap's address, compared with the thread's heap on
+                             free; 0 for large blocks and in checked mode (never matches) */
+  mm_heap_t *heap;        /* owner heap (NULL for large blocks and cached segments) */
+  uint32_t page_shift;    /* log2 of the page size; 63 for large blocks (one page) */
+  uint32_t kind;          /* mm_segment_kind_t */
+  size_t mapped_size;     /* bytes of the mapping that starts here */
+  size_t block_size;      /* large: usable bytes of the block */
+  uintptr_t block_offset; /* large: distance from the header to the block */
+  uint64_t free_pages;    /* bit i set: page slot i is free */
+  uint32_t page_count;    /* slots in this segment */
+  uint32_t used_pages;    /* slots in use */
+  mm_segment_t *next;     /* neighbours in heap->segments[kind] (segments with free slots) */
+  mm_segment_t *prev;
+  bool in_queue;          /* listed in heap->segments[kind] */
+  mm_page_t pages[MM_MAX_PAGES]; /* large blocks: only pages[0] exists, never written */
+};
+
+/* A doubly linked list of pages; `first` is where malloc takes blocks. */
+typedef struct mm_page_queue_s {
+  mm_page_t *first;
+  mm_page_t *last;
+} mm_page_queue_t;
+
+/* Per-thread statistics, summed over all heaps on demand. */
+typedef struct mm_heap_stats_s {
+  intptr_t blocks[MM_SIZE_CLASS_COUNT]; /* blocks malloc'ed minus blocks freed by this thread */
+  intptr_t pages[MM_SIZE_CLASS_COUNT];  /* pages in use per class */
+} mm_heap_stats_t;
+
+/* A thread heap: the thread-local cache and the pages and segments it owns.
+ * Owned by one thread at a time; when that thread exits, the heap is
+ * orphaned whole and adopted by the next new thread. */
+struct mm_heap_s {
+  mm_page_t *direct[MM_DIRECT_COUNT];          /* size/16 -> page to malloc from (fast path) */
+  mm_page_queue_t queues[MM_SIZE_CLASS_COUNT]; /* pages with (possibly) free blocks, per class */
+  mm_page_queue_t full;                        /* pages found full; remote frees notify */
+  uintptr_t delayed_free;                      /* atomic: blocks freed remotely into full pages */
+  mm_segment_t *segments[MM_SEGMENT_KINDS];    /* segments with free page slots, per kind */
+  mm_heap_stats_t stats;
+  mm_heap_t *all_next;                         /* link in the list of all heaps (never removed) */
+};
+
+#endif /* MM_CPU_TYPES_H */
