@@ -170,6 +170,7 @@ def main():
     print(f"run.py: {mode} run, threads {threads}, {reps} repetitions, allocators "
           + ", ".join(a.name for a in allocs), flush=True)
 
+    loadavg_before = os.getloadavg()[0]
     runs = run_cases(selected, threads, allocs, reps, build, scale)
     trace_results = run_traces(threads, allocs, trace_reps, build) if with_traces else []
     failed = [r for r in runs if not r["ok"]] + [r for r in trace_results if not r["valid"]]
@@ -179,7 +180,8 @@ def main():
     print(summary.render_text(*summary.time_rows(med, [c.name for c in selected], threads, allocs)))
     print("(median seconds; in brackets the peer's time over manymalloc's: above 1, manymalloc is faster)")
     if not args.smoke:
-        config = {"mode": mode, "reps": reps, "threads": threads, "scale": scale, "trace_reps": trace_reps}
+        config = {"mode": mode, "reps": reps, "threads": threads, "scale": scale, "trace_reps": trace_reps,
+                  "loadavg_before": loadavg_before}
         write_outputs(os.path.abspath(args.out), config, allocs, selected, runs, trace_results)
         print()
         for h in summary.headlines(med, [c.name for c in selected], threads, allocs, trace_results):

@@ -55,28 +55,36 @@ def _git_commit(repo):
     return r.stdout.strip() if r.returncode == 0 else "unknown commit"
 
 
+def _find_peer(soname, dirs):
+    return next((os.path.join(d, soname) for d in dirs if os.path.exists(os.path.join(d, soname))), None)
+
+
 def find(build_dir, peer_dir, probe_program, repo, only_ours=False):
     """Returns the allocators present, ours first, printing a line for each
-    peer that is missing."""
+    peer that is missing. Peers are looked for in --peer-dir, then in the
+    system's library directories, then in the repository's .peers/ (where a
+    machine without a package registry gets them)."""
     ours = os.path.join(build_dir, "libmanymalloc.so")
     if not os.path.exists(ours):
         raise SystemExit(f"run.py: {ours} not found; build first (make bench does)")
     found = [Allocator(OURS, os.path.abspath(ours), "git " + _git_commit(repo))]
     if only_ours:
         return found
+    system_dirs = _system_lib_dirs()
     for name, soname, package in PEERS:
         if name == "glibc":
+            dirs = ["the libc.so.6 that ldd names"]
             path = _system_libc(probe_program)
-            dirs = ["ldd " + probe_program]
         else:
-            dirs = ([peer_dir] if peer_dir else []) + _system_lib_dirs()
-            path = next((os.path.join(d, soname) for d in dirs if os.path.exists(os.path.join(d, soname))), None)
+            dirs = ([peer_dir] if peer_dir else []) + system_dirs + [os.path.join(repo, ".peers")]
+            path = _find_peer(soname, dirs)
         if path is None:
             print(f"run.py: {name} not found ({soname}; looked in {', '.join(dirs)}); running without it")
             continue
-        from_peer_dir = peer_dir and os.path.dirname(os.path.abspath(path)) == os.path.abspath(peer_dir)
-        version = f"from {peer_dir}" if from_peer_dir else (_dpkg_version(package) or "version unknown")
-        found.append(Allocator(name, path, f"{package} {version}" if not from_peer_dir else version))
+        packaged = os.path.dirname(path) in system_dirs or name == "glibc"
+        version = f"{package} {_dpkg_version(package) or 'version unknown'}" if packaged \
+            else f"copy in {os.path.dirname(path)}, version unknown"
+        found.append(Allocator(name, os.path.abspath(path), version))
     return found
 
 

@@ -16,6 +16,7 @@ def machine():
         "cores": os.cpu_count(),
         "kernel": platform.release(),
         "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
+        "loadavg": os.getloadavg()[0],
     }
 
 
@@ -31,12 +32,14 @@ def write(path, info, config, allocs, cases, med, trace_results, figures):
         "## Machine",
         "",
         f"- CPU: {info['cpu']}, {info['cores']} cores; kernel {info['kernel']}; {info['date']}",
+        f"- Load average (1 min) before the run: {config['loadavg_before']:.2f}, after: {info['loadavg']:.2f} "
+        "(other work on the machine shows up as noise in the times)",
     ]
     lines += [f"- {a.name}: {a.version} (`{a.path}`)" for a in allocs]
     lines += ["", "## Headline figures", "",
               "Ratios are manymalloc's figure over the peer's: for time and memory, below 1 is better for manymalloc.", ""]
     lines += [f"- {h}" for h in summary.headlines(med, names, threads, allocs, trace_results)]
-    lines += ["", "## Workloads", ""]
+    lines += ["", "## Workloads", "", f"Sizes of a full run; this one scaled the work by {config['scale']}.", ""]
     lines += [f"- `{c.name}` (`build/{c.program}`): {c.about}" for c in cases]
     lines += ["", "## Time", "",
               "Median seconds of the timed region; in brackets the peer's time over manymalloc's (above 1: manymalloc is faster).",
