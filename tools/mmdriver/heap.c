@@ -24,14 +24,14 @@ static const void *heap_object_of(const void *sym) {
   return (sym != NULL && dladdr(sym, &info) != 0) ? info.dli_fbase : NULL;
 }
 
-void heap_probe(void) {
+void heap_probe(int force_rss) {
   void *malloc_sym = dlsym(RTLD_DEFAULT, "malloc");
   Dl_info info;
   heap.allocator = (malloc_sym && dladdr(malloc_sym, &info) && info.dli_fname) ? info.dli_fname : "unknown";
   /* Trust manymalloc's counters only when manymalloc also serves malloc:
    * under a preloaded allocator they would count nothing. */
   void *stats = dlsym(RTLD_DEFAULT, "mm_stats_get");
-  if (stats != NULL && heap_object_of(stats) == heap_object_of(malloc_sym))
+  if (!force_rss && stats != NULL && heap_object_of(stats) == heap_object_of(malloc_sym))
     heap.mm_stats_get = (void (*)(heap_mm_stats_t *))stats;
 }
 
@@ -61,6 +61,13 @@ size_t heap_footprint(void) {
   heap_mm_stats_t s;
   heap.mm_stats_get(&s);
   return s.bytes_mapped;
+}
+
+size_t heap_footprint_base(void) {
+  if (heap.mm_stats_get == NULL) return heap_rss();
+  heap_mm_stats_t s;
+  heap.mm_stats_get(&s);
+  return s.bytes_in_use;
 }
 
 void heap_release(void) {

@@ -9,7 +9,8 @@
 
 #include <stddef.h>
 
-void        heap_probe(void);
+/* With `force_rss`, the footprint is the resident set even on manymalloc. */
+void        heap_probe(int force_rss);
 /* Path of the shared object whose `malloc` serves the run. */
 const char *heap_allocator(void);
 /* How heap_footprint measures: "mm_stats bytes_mapped" or "RSS". */
@@ -17,6 +18,11 @@ const char *heap_footprint_method(void);
 /* Bytes the allocator currently holds from the OS: manymalloc's own
  * bytes_mapped when it serves the run, else the process resident set. */
 size_t      heap_footprint(void);
+/* What heap_footprint counts before a trace that the trace is not charged
+ * for: with manymalloc the bytes of blocks live at that point (so a segment
+ * mapped earlier counts in full and utilization never passes 100%), else
+ * the resident set itself (only its growth is charged). */
+size_t      heap_footprint_base(void);
 /* Asks the allocator to return free cached memory to the OS
  * (mm_collect, malloc_trim, jemalloc purge, mi_collect, tcmalloc release). */
 void        heap_release(void);

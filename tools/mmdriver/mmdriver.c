@@ -10,15 +10,19 @@
 #include "trace.h"
 
 #include <getopt.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 typedef struct options_s {
   unsigned threads;
   unsigned reps;
   int      verbose;
   int      csv;
+  int      rss;      /* footprint by resident set even on manymalloc */
 } options_t;
 
 typedef struct result_s {
@@ -29,7 +33,7 @@ typedef struct result_s {
 } result_t;
 
 static const char usage[] =
-    "usage: mmdriver [-t N] [-v] [-r REPS] [-f text|csv] TRACE.rep...\n"
+    "usage: mmdriver [-t N] [-v] [-r REPS] [-f text|csv] [--rss] TRACE.rep...\n"
     "\n"
     "Replays malloc-lab traces (4 integer header lines, of which lines 2 and 3\n"
     "are num_ids and num_ops, then `a id size`, `r id size`, `f id` requests)\n"
@@ -49,16 +53,21 @@ static const char usage[] =
     "  -r REPS   timed replays per trace; 0 validates only (default 5)\n"
     "  -v        per-trace details on stderr\n"
     "  -f FMT    text (default) or csv\n"
+    "  --rss     footprint by resident set even on manymalloc, to compare\n"
+    "            utilization across allocators on one measure\n"
     "  -h        this help\n"
     "\n"
-    "util = peak live requested bytes / peak footprint growth during the\n"
-    "validated replay. The footprint is manymalloc's mm_stats bytes_mapped when\n"
-    "manymalloc serves malloc, else the resident set (/proc/self/statm); it is\n"
-    "sampled every 1024 requests, when the live bytes pass their largest sampled\n"
-    "value by 1/64, and at the end, after asking the allocator to\n"
-    "return cached memory (mm_collect, malloc_trim, jemalloc purge, mi_collect,\n"
-    "tcmalloc ReleaseFreeMemory). The driver's own tables are mapped and\n"
-    "faulted in before the baseline. Only measured with -t 1.\n"
+    "util = peak live requested bytes / peak footprint charged to the trace in\n"
+    "the validated replay. With manymalloc serving malloc the footprint is its\n"
+    "mm_stats bytes_mapped less the bytes in use before the trace; otherwise it\n"
+    "is the growth of the resident set (/proc/self/statm) over its value before\n"
+    "the trace. It is sampled every 1024 requests, when the live bytes pass\n"
+    "their largest sampled value by 1/64, and at the end, after asking the\n"
+    "allocator to return cached memory (mm_collect, malloc_trim, jemalloc purge,\n"
+    "mi_collect, tcmalloc ReleaseFreeMemory). The driver's own tables are\n"
+    "mapped and faulted in before the baseline. Only measured with -t 1.\n"
+    "Each trace runs in a child process forked from the untouched driver, so\n"
+    "every trace starts on a fresh heap and a crash fails only that trace.\n"
     "\n"
     "csv: stdout holds a header row `trace,ops,valid,util,kops` and one row per\n"
     "trace: path, requests, 1/0, util as a fraction (empty when not measured),\n"
@@ -82,7 +91,8 @@ static void options_parse(options_t *o, int argc, char **argv) {
   static const struct option longs[] = {
       {"threads", required_argument, NULL, 't'}, {"reps", required_argument, NULL, 'r'},
       {"verbose", no_argument, NULL, 'v'},       {"format", required_argument, NULL, 'f'},
-      {"help", no_argument, NULL, 'h'},          {NULL, 0, NULL, 0}};
+      {"help", no_argument, NULL, 'h'},          {"rss", no_argument, NULL, 'R'},
+      {NULL, 0, NULL, 0}};
   *o = (options_t){.threads = 1, .reps = 5};
   int c;
   while ((c = getopt_long(argc, argv, "t:r:vf:h", longs, NULL)) != -1) {
@@ -90,6 +100,7 @@ static void options_parse(options_t *o, int argc, char **argv) {
     case 't': o->threads = options_uint(optarg, "thread count"); break;
     case 'r': o->reps = options_uint(optarg, "repetition count"); break;
     case 'v': o->verbose = 1; break;
+    case 'R': o->rss = 1; break;
     case 'f':
       if (strcmp(optarg, "csv") != 0 && strcmp(optarg, "text") != 0) {
         fprintf(stderr, "mmdriver: unknown format `%s`\n%s", optarg, usage);
@@ -140,10 +151,38 @@ static result_t measure_trace(const char *path, const options_t *o) {
   r.ops = t.num_ops;
   if (o->threads == 1 && c.footprint > 0) r.util = (double)c.peak_live / (double)c.footprint;
   if (o->verbose)
-    fprintf(stderr, "%s: %zu ids, %zu requests, %zu failed; peak live %zu bytes, footprint growth %zu bytes\n",
+    fprintf(stderr, "%s: %zu ids, %zu requests, %zu failed; peak live %zu bytes, footprint %zu bytes\n",
             path, t.num_ids, t.num_ops, c.errors, c.peak_live, c.footprint);
   if (r.valid && o->reps > 0) r.kops = measure_kops(&t, o);
   trace_unload(&t);
+  return r;
+}
+
+/* Measures a trace in a forked child: every trace then starts from the same
+ * fresh heap, so memory an allocator retained from an earlier trace neither
+ * hides footprint growth nor lowers throughput, and an allocator that
+ * crashes fails that trace alone. */
+static result_t measure_trace_isolated(const char *path, const options_t *o) {
+  result_t r = {.util = -1, .kops = -1};
+  int fds[2];
+  fflush(NULL);
+  if (pipe(fds) != 0) return measure_trace(path, o);
+  pid_t pid = fork();
+  if (pid == 0) {
+    close(fds[0]);
+    r = measure_trace(path, o);
+    ssize_t sent = write(fds[1], &r, sizeof(r));
+    fflush(NULL);
+    _exit(sent == (ssize_t)sizeof(r) ? 0 : 2);
+  }
+  close(fds[1]);
+  ssize_t got = pid > 0 ? read(fds[0], &r, sizeof(r)) : -1;
+  close(fds[0]);
+  int status = 0;
+  if (pid > 0) waitpid(pid, &status, 0);
+  if (WIFSIGNALED(status))
+    fprintf(stderr, "mmdriver: %s: replay killed by signal %d (%s)\n", path, WTERMSIG(status), strsignal(WTERMSIG(status)));
+  if (got != (ssize_t)sizeof(r)) r = (result_t){.util = -1, .kops = -1};
   return r;
 }
 
@@ -177,11 +216,11 @@ static void report_row(const char *path, const result_t *r, const options_t *o) 
 int main(int argc, char **argv) {
   options_t o;
   options_parse(&o, argc, argv);
-  heap_probe();
+  heap_probe(o.rss);
   report_header(&o);
   int passed = 0, failed = 0;
   for (int i = optind; i < argc; i++) {
-    result_t r = measure_trace(argv[i], &o);
+    result_t r = measure_trace_isolated(argv[i], &o);
     report_row(argv[i], &r, &o);
     r.valid ? passed++ : failed++;
   }

@@ -201,12 +201,14 @@ static void replay_run(replay_thread_t *rs, unsigned threads, void *(*body)(void
 void replay_validate(const trace_t *t, unsigned threads, replay_check_t *out) {
   replay_thread_t *rs = replay_threads_new(t, threads, 1);
   heap_release();
-  rs[0].base_footprint = rs[0].peak_footprint = heap_footprint();
+  rs[0].base_footprint = heap_footprint_base();
+  rs[0].peak_footprint = heap_footprint();
   replay_run(rs, threads, replay_validate_thread);
   out->errors = 0;
   for (unsigned k = 0; k < threads; k++) out->errors += rs[k].errors;
   out->peak_live = rs[0].peak_live;
-  out->footprint = rs[0].peak_footprint - rs[0].base_footprint;
+  size_t base = rs[0].base_footprint, peak = rs[0].peak_footprint;
+  out->footprint = peak > base ? peak - base : 0;
   replay_threads_free(rs, threads, 1);
 }
 

@@ -95,10 +95,10 @@ static int trace_read_op(scan_t *s, liveness_t *l, trace_op_t *op) {
   if (k != 'a' && k != 'r' && k != 'f') return trace_error(s, "unknown request (expected a, r or f)");
   if (!scan_uint(s, &id) || id >= UINT32_MAX) return trace_error(s, "bad id");
   if (k != 'f' && !scan_uint(s, &size)) return trace_error(s, "bad size");
-  if (!scan_end_of_line(s)) return trace_error(s, "trailing characters");
   liveness_reserve(l, (size_t)id);
   if (k == 'a' && l->live[id]) return trace_error(s, "allocation of an id that is still live");
   if (k == 'f' && !l->live[id]) return trace_error(s, "free of an id that is not live");
+  if (!scan_end_of_line(s)) return trace_error(s, "trailing characters");
   l->live[id] = (k != 'f');
   op->kind = k == 'a' ? TRACE_ALLOC : k == 'r' ? TRACE_REALLOC : TRACE_FREE;
   op->id   = (uint32_t)id;
