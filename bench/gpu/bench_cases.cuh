@@ -1,0 +1,236 @@
+// bench/gpu: the host side of each benchmark case: heap size, launches, timed
+// repetitions and the rows it reports. bench_run_case<Heap> is the entry point
+// of a child process (see bench_runner.cpp).
+#pragma once
+#include <algorithm>
+#include <vector>
+#include "bench_case.h"
+#include "bench_heaps.cuh"
+#include "bench_kernels.cuh"
+#include "bench_timing.cuh"
+
+constexpr unsigned bench_threads = 1u << 20;   // the papers' "one million threads"
+constexpr size_t bench_gib = size_t(1) << 30;
+
+// The state one case carries across its repetitions: a fresh heap for each
+// one, the counters, and the pointer array the kernels keep blocks in.
+template <class Heap>
+class BenchRun {
+public:
+  BenchRun(const char *name, const BenchCase &c, size_t heap_bytes, const BenchConfig &config)
+      : name_(name), case_(c), heap_bytes_(heap_bytes), config_(config) {
+    BENCH_CUDA(cudaMalloc(&counters_, sizeof(BenchCounters)));
+    BENCH_CUDA(cudaMalloc(&ptrs_, bench_threads * sizeof(void *)));
+  }
+  ~BenchRun() {
+    cudaFree(counters_);
+    cudaFree(ptrs_);
+  }
+  void begin_rep() {
+    Heap::init(heap_bytes_, config_);
+    BENCH_CUDA(cudaMemset(counters_, 0, sizeof(BenchCounters)));
+    BENCH_CUDA(cudaMemset(ptrs_, 0, bench_threads * sizeof(void *)));
+  }
+  // Returns this repetition's counters and adds them to the case's totals.
+  BenchCounters end_rep() {
+    BENCH_CUDA(cudaDeviceSynchronize());
+    BenchCounters c;
+    BENCH_CUDA(cudaMemcpy(&c, counters_, sizeof c, cudaMemcpyDeviceToHost));
+    totals_.nulls += c.nulls;
+    totals_.bad += c.bad;
+    Heap::shutdown();
+    return c;
+  }
+  void emit(const char *metric, const std::vector<double> &samples, const char *unit) const {
+    int reps = int(samples.size());
+    BenchRow row{metric, bench_median(samples), unit, reps, totals_.nulls, totals_.bad,
+                 reps >= bench_reps ? "ok" : "capped"};
+    bench_print_row(stdout, name_, case_, row);
+  }
+  BenchCounters *counters() const { return counters_; }
+  void **ptrs() const { return ptrs_; }
+  BenchEventTimer timer;
+  BenchRepetitions reps;
+
+private:
+  const char *name_;
+  BenchCase case_;
+  size_t heap_bytes_;
+  BenchConfig config_;
+  BenchCounters *counters_ = nullptr;
+  void **ptrs_ = nullptr;
+  BenchCounters totals_{};
+};
+
+// ---- MilThreads and thread scaling ------------------------------------------
+
+// param = active lanes per warp; 2^20 threads do one 8-byte pair each.
+template <class Heap>
+void bench_case_milthreads(BenchRun<Heap> &run, int lanes) {
+  unsigned launched = unsigned(bench_threads * (32ull / lanes));
+  std::vector<double> ns;
+  for (int rep = 0; run.reps.next(rep); ++rep) {
+    run.begin_rep();
+    run.timer.start();
+    bench_milthreads_kernel<Heap><<<bench_grid(launched), bench_block>>>(launched, lanes, 1, 8,
+                                                                         run.counters());
+    float ms = run.timer.stop_ms();
+    run.end_rep();
+    if (!BenchRepetitions::warmup(rep)) ns.push_back(ms * 1e6 / bench_threads);
+  }
+  run.emit("ns_per_pair", ns, "ns");
+}
+
+// param = threads; 8-byte pairs, up to 1024 per thread and 2^20 in all
+// (XMalloc 2010, Fig. 8, with fewer requests below 1024 threads).
+template <class Heap>
+void bench_case_scaling(BenchRun<Heap> &run, unsigned threads) {
+  int iters = int(std::clamp(bench_threads / threads, 1u, 1024u));
+  double pairs = double(threads) * iters;
+  std::vector<double> ns;
+  for (int rep = 0; run.reps.next(rep); ++rep) {
+    run.begin_rep();
+    run.timer.start();
+    bench_milthreads_kernel<Heap><<<bench_grid(threads), bench_block>>>(threads, 32, iters, 8,
+                                                                        run.counters());
+    float ms = run.timer.stop_ms();
+    run.end_rep();
+    if (!BenchRepetitions::warmup(rep)) ns.push_back(ms * 1e6 / pairs);
+  }
+  run.emit("ns_per_pair", ns, "ns");
+}
+
+// ---- alloc-all / free-all, churn, one allocation per warp --------------------
+
+// param = block size (0: mixed 16 B..4 KiB); alloc-all and free-all timed apart.
+template <class Heap>
+void bench_case_alloc_all(BenchRun<Heap> &run, size_t size) {
+  std::vector<double> gops, free_ms;
+  for (int rep = 0; run.reps.next(rep); ++rep) {
+    run.begin_rep();
+    unsigned grid = bench_grid(bench_threads);
+    run.timer.start();
+    bench_alloc_all_kernel<Heap><<<grid, bench_block>>>(run.ptrs(), bench_threads, size, rep,
+                                                        run.counters());
+    float alloc = run.timer.stop_ms();
+    run.timer.start();
+    bench_free_all_kernel<Heap><<<grid, bench_block>>>(run.ptrs(), bench_threads, size, rep,
+                                                       run.counters());
+    float release = run.timer.stop_ms();
+    run.end_rep();
+    if (BenchRepetitions::warmup(rep)) continue;
+    gops.push_back(bench_threads / (alloc * 1e6));
+    free_ms.push_back(release);
+  }
+  run.emit("alloc_gops", gops, "G/s");
+  run.emit("free_ms", free_ms, "ms");
+}
+
+constexpr int bench_churn_rounds = 10;
+
+// Mixed sizes: alloc-all, then rounds in which every thread frees its block and
+// allocates one of another size; the rounds are timed together.
+template <class Heap>
+void bench_case_churn(BenchRun<Heap> &run) {
+  unsigned grid = bench_grid(bench_threads);
+  std::vector<double> gops;
+  for (int rep = 0; run.reps.next(rep); ++rep) {
+    run.begin_rep();
+    bench_alloc_all_kernel<Heap><<<grid, bench_block>>>(run.ptrs(), bench_threads, 0, 0,
+                                                        run.counters());
+    run.timer.start();
+    for (uint32_t round = 1; round <= bench_churn_rounds; ++round)
+      bench_churn_kernel<Heap><<<grid, bench_block>>>(run.ptrs(), bench_threads, round,
+                                                      run.counters());
+    float ms = run.timer.stop_ms();
+    bench_free_all_kernel<Heap><<<grid, bench_block>>>(run.ptrs(), bench_threads, 0,
+                                                       bench_churn_rounds, run.counters());
+    run.end_rep();
+    if (!BenchRepetitions::warmup(rep)) gops.push_back(bench_churn_rounds * bench_threads / (ms * 1e6));
+  }
+  run.emit("churn_gops", gops, "G/s");
+}
+
+// param = bytes per thread; lane 0 allocates for its warp. Reported per
+// thread, to set beside alloc_all of the same size.
+template <class Heap>
+void bench_case_warp_alloc(BenchRun<Heap> &run, size_t size) {
+  unsigned grid = bench_grid(bench_threads);
+  std::vector<double> gops, free_ms;
+  for (int rep = 0; run.reps.next(rep); ++rep) {
+    run.begin_rep();
+    run.timer.start();
+    bench_warp_alloc_kernel<Heap><<<grid, bench_block>>>(run.ptrs(), bench_threads, size, rep,
+                                                         run.counters());
+    float alloc = run.timer.stop_ms();
+    run.timer.start();
+    bench_warp_free_kernel<Heap><<<grid, bench_block>>>(run.ptrs(), bench_threads, size, rep,
+                                                        run.counters());
+    float release = run.timer.stop_ms();
+    run.end_rep();
+    if (BenchRepetitions::warmup(rep)) continue;
+    gops.push_back(bench_threads / (alloc * 1e6));
+    free_ms.push_back(release);
+  }
+  run.emit("alloc_gops", gops, "G/s");
+  run.emit("free_ms", free_ms, "ms");
+}
+
+// ---- fragmentation ------------------------------------------------------------
+
+constexpr size_t bench_fill_heap = size_t(256) << 20;
+
+// param = block size (0: mixed); the fraction of the heap handed out before
+// each thread's first NULL. NULLs are the point here, so none are reported.
+template <class Heap>
+void bench_case_fill(BenchRun<Heap> &run, size_t size) {
+  unsigned grid = bench_grid(bench_threads);
+  std::vector<double> fraction, fill_ms;
+  for (int rep = 0; run.reps.next(rep); ++rep) {
+    run.begin_rep();
+    run.timer.start();
+    bench_fill_kernel<Heap><<<grid, bench_block>>>(run.ptrs(), bench_threads, size, rep,
+                                                   run.counters());
+    float ms = run.timer.stop_ms();
+    bench_unfill_kernel<Heap><<<grid, bench_block>>>(run.ptrs(), bench_threads);
+    BenchCounters c = run.end_rep();
+    if (BenchRepetitions::warmup(rep)) continue;
+    fraction.push_back(double(c.bytes) / bench_fill_heap);
+    fill_ms.push_back(ms);
+  }
+  run.emit("heap_fraction", fraction, "");
+  run.emit("fill_ms", fill_ms, "ms");
+}
+
+// ---- dispatch -------------------------------------------------------------------
+
+// The heap each benchmark gets: room for its blocks twice over, at least 1 GiB.
+inline size_t bench_heap_bytes(const BenchCase &c) {
+  if (c.bench == "fill") return bench_fill_heap;
+  if (c.bench == "alloc_all" || c.bench == "churn") {
+    size_t block = c.bench == "alloc_all" && c.param ? size_t(c.param) : bench_max_size;
+    return std::max(bench_gib, 2 * bench_threads * block);
+  }
+  return bench_gib;
+}
+
+template <class Heap>
+int bench_run_case(const char *name, const BenchCase &c) {
+  BenchConfig config;
+  if (!BenchConfig::parse(c.config, &config) || !Heap::supports(config)) {
+    fprintf(stderr, "%s: no configuration %s\n", name, c.config.c_str());
+    return 2;
+  }
+  BenchRun<Heap> run(name, c, bench_heap_bytes(c), config);
+  if (c.bench == "milthreads") bench_case_milthreads(run, int(c.param));
+  else if (c.bench == "scaling") bench_case_scaling(run, unsigned(c.param));
+  else if (c.bench == "alloc_all") bench_case_alloc_all(run, size_t(c.param));
+  else if (c.bench == "churn") bench_case_churn(run);
+  else if (c.bench == "warp_alloc") bench_case_warp_alloc(run, size_t(c.param));
+  else if (c.bench == "fill") bench_case_fill(run, size_t(c.param));
+  else {
+    fprintf(stderr, "no benchmark %s\n", c.bench.c_str());
+    return 2;
+  }
+  return 0;
+}
