@@ -20,19 +20,23 @@ enum xmcError {
   xmcErrorCuda = 5,             // another CUDA runtime error
 };
 
-constexpr int xmcMaxSizeClasses = 32;
+constexpr int xmcMaxSizeClasses = 64;
 
+// Counters are kept per SM off the hot path's shared lines and summed here; a
+// "block" below is what one size class hands out: a whole coalesced block
+// serves the lanes of one warp, so class_allocs counts warps, not threads.
 struct xmcStats {
-  size_t heap_bytes;           // total bytes managed by the heap
-  size_t bytes_in_use;         // bytes in live allocations (as requested, rounded to class)
-  size_t bytes_in_use_peak;    // high-water mark of bytes_in_use
-  size_t bytes_free;           // heap_bytes minus bytes held by live memoryblocks
+  size_t heap_bytes;           // total bytes managed by the heap (all regions)
+  size_t bytes_in_use;         // bytes in live class blocks and large blocks
+  size_t bytes_in_use_peak;    // high-water mark of heap bytes held in memoryblocks
+  size_t bytes_free;           // heap_bytes minus bytes held by memoryblocks now
   int    num_classes;          // size classes in use
-  size_t class_size[xmcMaxSizeClasses];
-  unsigned long long class_allocs[xmcMaxSizeClasses]; // allocations served per class
-  unsigned long long class_frees[xmcMaxSizeClasses];
+  size_t class_size[xmcMaxSizeClasses];                // usable bytes of a class block
+  unsigned long long class_allocs[xmcMaxSizeClasses];  // class blocks handed out
+  unsigned long long class_frees[xmcMaxSizeClasses];   // class blocks given back
   unsigned long long large_allocs;   // served straight from memoryblocks
   unsigned long long failed_allocs;  // requests that returned NULL
+  unsigned long long invalid_frees;  // frees whose header tag was not live (ignored)
 };
 
 // Switches for the papers' ablations; defaults are all on.
@@ -40,7 +44,7 @@ struct xmcConfig {
   bool coalescing = true;       // warp-level allocation coalescing
   bool buffering = true;        // replicated per-class FIFO buffers
   bool superblocks = true;      // two-level Superblock/Basicblock allocation
-  int buffers_per_class = 0;    // 0: chosen from the device's SM count
+  int buffers_per_class = 0;    // replicated FIFOs per class; 0: two per SM
 };
 
 xmcError xmcInit(size_t heap_bytes);

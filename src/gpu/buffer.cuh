@@ -1,0 +1,128 @@
+// gpu/buffer.cuh: replicated buffers (J. Supercomputing 2011, Sect. 5.2). Per
+// size class, several first-level FIFOs of free chunks; a warp picks one by
+// its SM and its warp index, so warps of one SM share a few FIFOs and SMs do
+// not meet. Below the buffers are the chunk sources: Superblocks, or one
+// Memoryblock per chunk when Superblocks are switched off.
+#pragma once
+#include "superblock.cuh"
+#include "stats.cuh"
+
+__device__ __forceinline__ unsigned xmc_warp_in_block() {
+  unsigned tid = threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z);
+  return tid >> 5;
+}
+
+__device__ __forceinline__ xmc_fifo *xmc_buffer_of(int cls, unsigned replica) {
+  const xmc_heap &h = xmc_g_heap;
+  unsigned r = (xmc_sm_id() * h.buffers_per_sm + replica % h.buffers_per_sm) % h.num_buffers;
+  return &h.buffers[cls * h.num_buffers + r];
+}
+
+__device__ __forceinline__ uint64_t *xmc_chunk_tag(char *chunk) { return (uint64_t *)chunk + 3; }
+
+// ---- below the buffers ------------------------------------------------------------
+
+__device__ inline char *xmc_chunk_source_warp(unsigned group, int cls, bool everywhere) {
+  if (xmc_g_heap.superblocks) return xmc_sb_alloc_warp(group, cls, everywhere);
+  return (char *)xmc_mb_alloc(xmc_class_stride(cls) >> xmc_unit_shift, xmc_kind_memory, cls);
+}
+
+__device__ inline void xmc_chunk_sink(char *chunk, uint64_t tag) {
+  if (xmc_tag::kind(tag) == xmc_kind_basic) xmc_sb_return(chunk, tag);
+  else xmc_mb_free((xmc_mb *)chunk);
+}
+
+// ---- reclaiming -----------------------------------------------------------------
+
+// Gives the chunks parked in every buffer back to their Superblocks, and
+// entirely free Superblocks back to the heap, so that another class can use
+// the memory. Run by one lane when a request finds the heap exhausted, and
+// skipped when no class block was freed since the last pass. A second caller
+// waits for the running pass (bounded work) and retries its request after it.
+__device__ inline bool xmc_reclaim() {
+  xmc_heap &h = xmc_g_heap;
+  cuda::atomic_ref<int, cuda::thread_scope_device> lock(h.reclaim_lock);
+  if (lock.exchange(1, cuda::memory_order_acquire) != 0) {
+    while (lock.load(cuda::memory_order_acquire) != 0) __nanosleep(256);
+    return true;
+  }
+  unsigned long long frees = 0;
+  for (unsigned i = 0; i < xmc_stat_slots; ++i)
+    frees += cuda::atomic_ref<unsigned long long, cuda::thread_scope_device>(h.stats[i].frees_total).load();
+  bool run = frees != h.reclaim_seen;
+  h.reclaim_seen = frees;
+  for (int cls = 0; run && h.buffering && cls < xmc_classes; ++cls)
+    for (unsigned r = 0; r < h.num_buffers; ++r) {
+      xmc_fifo *f = &h.buffers[cls * h.num_buffers + r];
+      for (uint32_t n = xmc_fifo_size(f), ref; n-- && (ref = xmc_fifo_dequeue(f)) != xmc_nil;) {
+        char *chunk = xmc_deref(ref);
+        xmc_chunk_sink(chunk, *xmc_chunk_tag(chunk));
+      }
+    }
+  for (int cls = 0; run && h.superblocks && cls < xmc_classes; ++cls)
+    for (unsigned r = 0; r < h.num_sb_buffers; ++r) {
+      xmc_fifo *f = xmc_sb_buffer(cls, r);
+      for (uint32_t n = xmc_fifo_size(f), ref; n-- && (ref = xmc_fifo_dequeue(f)) != xmc_nil;) {
+        xmc_mb *mb = (xmc_mb *)xmc_deref(ref);
+        if ((uint32_t)xmc_atomic64(xmc_sb_of(mb)->state).load() == xmc_sb_full) xmc_sb_unpublish(mb);
+        else xmc_sb_publish(mb, cls);
+      }
+    }
+  lock.store(0, cuda::memory_order_release);
+  return run;
+}
+
+// ---- get and put --------------------------------------------------------------------
+
+// Exhausted: every buffer of the class, every partly free Superblock of it,
+// then memory reclaimed from other classes. Bounded; returns nullptr at the end.
+__device__ inline char *xmc_buffer_scavenge_warp(unsigned group, int cls) {
+  const xmc_heap &h = xmc_g_heap;
+  char *chunk = nullptr;
+  for (unsigned r = 0; h.buffering && r < h.num_buffers; ++r) {
+    unsigned want = __ballot_sync(group, !chunk);
+    if (!want) return chunk;
+    if (!chunk) {
+      uint32_t ref = xmc_fifo_dequeue_warp(&h.buffers[cls * h.num_buffers + r], want);
+      if (ref != xmc_nil) chunk = xmc_deref(ref);
+    }
+  }
+  unsigned want = __ballot_sync(group, !chunk);
+  if (want && !chunk) chunk = xmc_chunk_source_warp(want, cls, true);
+  want = __ballot_sync(group, !chunk);
+  if (want && !chunk) {
+    const int leader = xmc_warp_leader(want);
+    bool reclaimed = (int)xmc_lane_id() == leader && xmc_reclaim();
+    if (__shfl_sync(want, reclaimed, leader)) chunk = xmc_chunk_source_warp(want, cls, true);
+  }
+  return chunk;
+}
+
+// Every lane of `group` gets a chunk start of class `cls`, or nullptr.
+__device__ inline char *xmc_buffer_get_warp(unsigned group, int cls) {
+  const xmc_heap &h = xmc_g_heap;
+  char *chunk = nullptr;
+  if (h.buffering) {
+    uint32_t ref = xmc_fifo_dequeue_warp(xmc_buffer_of(cls, xmc_warp_in_block()), group);
+    if (ref != xmc_nil) chunk = xmc_deref(ref);
+  }
+  unsigned want = __ballot_sync(group, !chunk);
+  if (want && !chunk) chunk = xmc_chunk_source_warp(want, cls, false);
+  want = __ballot_sync(group, !chunk);
+  if (want && !chunk) chunk = xmc_buffer_scavenge_warp(want, cls);
+  if (chunk) *xmc_chunk_tag(chunk) |= xmc_tag::live;
+  return chunk;
+}
+
+// Returns a chunk whose live bit the caller has cleared.
+__device__ inline void xmc_buffer_put(char *chunk, uint64_t tag) {
+  const int cls = xmc_tag::cls(tag);
+  xmc_sm_stats *st = xmc_stats_here();
+  atomicAdd(&st->frees[cls], 1ull);
+  atomicAdd(&st->frees_total, 1ull);
+  if (xmc_g_heap.buffering &&
+      xmc_fifo_enqueue(xmc_buffer_of(cls, xmc_warp_in_block() + xmc_lane_id()),
+                       xmc_ref(chunk, xmc_tag::region(tag))))
+    return;
+  xmc_chunk_sink(chunk, tag);
+}

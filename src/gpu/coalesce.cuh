@@ -1,0 +1,68 @@
+// gpu/coalesce.cuh: SIMD-level allocation coalescing (J. Supercomputing 2011,
+// Sect. 5.1, Figs. 3-4; CIT 2010, Sect. IV). The lanes of a warp asking for
+// small blocks become one request: their compartment sizes are scanned, one
+// lane takes a chunk for the total, and each lane initialises its own
+// compartment. The coalesced block counts its live compartments and goes back
+// to its class when the last one is freed.
+//
+//   chunk payload p:  [count:32 | units:32][hdr|data ][hdr|data     ]...
+//                      8 bytes             compartment compartment
+//   compartment hdr:  magic:16 | units:16 | offset of the hdr from p:32
+#pragma once
+#include "buffer.cuh"
+#include "size_class.cuh"
+
+struct xmc_coalesced {
+  uint32_t count;        // live compartments
+  uint32_t units;        // 16-byte units of all compartments
+};
+
+// Compartment of a `size`-byte request in 16-byte units: an 8-byte header,
+// then the data, so that data lands 16-byte aligned (compartments start at
+// p + 8 + 16k). At most 17 units for size <= xmc_coalesce_max.
+__device__ __forceinline__ uint32_t xmc_coalesce_units(size_t size) {
+  return (uint32_t)((size + 8 + 15) >> 4);
+}
+
+// Lanes of `group` (two or more, all with size <= xmc_coalesce_max) share one
+// chunk. Returns the calling lane's block, or nullptr for all if the heap is
+// exhausted.
+__device__ inline void *xmc_coalesce_malloc(unsigned group, size_t size) {
+  const int leader = xmc_warp_leader(group);
+  const uint32_t units = xmc_coalesce_units(size);
+  uint32_t total;
+  const uint32_t before = xmc_warp_scan_small<5>(group, units, &total);
+  char *p = nullptr;
+  if ((int)xmc_lane_id() == leader) {
+    const int cls = xmc_class_of(sizeof(xmc_coalesced) + total * 16);
+    char *chunk = xmc_buffer_get_warp(1u << leader, cls);
+    xmc_sm_stats *st = xmc_stats_here();
+    if (chunk) {
+      p = chunk + xmc_chunk_header;
+      *(xmc_coalesced *)p = xmc_coalesced{(uint32_t)__popc(group), total};
+      atomicAdd(&st->allocs[cls], 1ull);
+    } else {
+      atomicAdd(&st->failed, (unsigned long long)__popc(group));
+    }
+  }
+  __syncwarp(group);  // the count is written before any lane can free
+  p = xmc_warp_broadcast(group, p, leader);
+  if (!p) return nullptr;
+  const uint32_t offset = sizeof(xmc_coalesced) + before * 16;
+  *(uint64_t *)(p + offset) = xmc_comp::make(units, offset);
+  return p + offset + 8;
+}
+
+// Lanes of `group` free compartments of the coalesced block at `p`; the lane
+// that brings the count to zero returns the chunk.
+__device__ inline bool xmc_coalesce_release(unsigned group, char *p) {
+  bool last = false;
+  if ((int)xmc_lane_id() == xmc_warp_leader(group)) {
+    uint32_t n = __popc(group);
+    last = atomicSub(&((xmc_coalesced *)p)->count, n) == n;
+  }
+  return last;
+}
+
+// Usable bytes of a compartment from its header.
+__device__ __forceinline__ size_t xmc_coalesce_usable(uint64_t hdr) { return xmc_comp::units(hdr) * 16 - 8; }

@@ -1,0 +1,30 @@
+// gpu/heap.cu: the per-device heap instance and the kernels that set it up,
+// grow it and read it back for the host API (host.cu).
+#include "fifo.cuh"
+#include "heap.cuh"
+
+__device__ xmc_heap xmc_g_heap;
+
+// <<<1, 1>>>
+__global__ void xmc_heap_install_kernel(xmc_heap h) { xmc_g_heap = h; }
+
+// <<<1, 1>>>, between launches: nobody else touches the region list.
+__global__ void xmc_heap_add_region_kernel(xmc_region region) {
+  xmc_heap &h = xmc_g_heap;
+  xmc_mb *mb = (xmc_mb *)region.base;
+  *mb = xmc_mb{0, region.units, xmc_nil, xmc_nil, 1, 0, 0};
+  region.free_head = 0;
+  region.lock = 0;
+  h.regions[h.num_regions] = region;
+  __threadfence();
+  h.num_regions++;
+}
+
+// Grid-stride over FIFOs; any shape.
+__global__ void xmc_fifo_init_kernel(xmc_fifo *fifos, uint64_t *slots, uint32_t count, uint32_t capacity) {
+  for (uint32_t i = blockIdx.x * blockDim.x + threadIdx.x; i < count; i += gridDim.x * blockDim.x)
+    xmc_fifo_init(&fifos[i], slots + (size_t)i * capacity, capacity);
+}
+
+// <<<1, 1>>>
+__global__ void xmc_heap_read_kernel(xmc_heap *out) { *out = xmc_g_heap; }

@@ -1,0 +1,14 @@
+// gpu/stats.cuh: allocation counters, one set per SM so that the lanes that
+// count (group leaders, slow paths) never meet on one shared line;
+// xmcGetStats sums them on the host.
+#pragma once
+#include "heap.cuh"
+#include "warp.cuh"
+
+__device__ __forceinline__ xmc_sm_stats *xmc_stats_here() {
+  return &xmc_g_heap.stats[xmc_sm_id() % xmc_stat_slots];
+}
+
+__device__ __forceinline__ void xmc_stats_add(unsigned long long *counter, unsigned long long n) {
+  if (n) atomicAdd(counter, n);
+}

@@ -1,0 +1,138 @@
+// gpu/types.cuh: every structure of the XMalloc device heap, its constants and
+// the header words that sit in front of each block (layouts in
+// docs/gpu-design.md). Device code only; the host sees these through
+// heap.cuh.
+#pragma once
+#include <cstdint>
+
+// ---- constants ---------------------------------------------------------------
+
+constexpr unsigned xmc_unit = 64;           // heap granule: memoryblocks and chunks start on it
+constexpr unsigned xmc_unit_shift = 6;
+constexpr unsigned xmc_max_regions = 16;    // heap regions (xmcInit's, then one per xmcGrow)
+constexpr unsigned xmc_region_unit_bits = 28;
+constexpr uint64_t xmc_max_region_bytes = (uint64_t)1 << (xmc_region_unit_bits + xmc_unit_shift);
+constexpr unsigned xmc_nil = 0xffffffffu;   // "none" for unit indices and FIFO payloads
+
+constexpr int xmc_classes = 56;             // 8 classes up to 256 B, then 8 per doubling to 16 KiB
+constexpr unsigned xmc_class_max_body = 16384;
+constexpr unsigned xmc_coalesce_max = 256;  // larger requests are not coalesced (freed at once)
+
+constexpr unsigned xmc_chunk_header = 32;   // header in front of every chunk's payload
+constexpr unsigned xmc_sb_blocks = 32;      // Basicblocks per Superblock
+constexpr unsigned xmc_sb_full = 0xffffffffu;
+
+constexpr unsigned xmc_fifo_capacity = 64;      // first level: free chunks of one class
+constexpr unsigned xmc_sb_fifo_capacity = 1024; // second level: partly free Superblocks
+constexpr unsigned xmc_stat_slots = 256;        // per-SM counter slots (>= %nsmid)
+
+// ---- header words ------------------------------------------------------------
+// The 8 bytes in front of every pointer xmcMalloc returns say what it is.
+
+constexpr uint32_t xmc_magic_chunk = 0xB10C;   // payload of a class chunk or large block
+constexpr uint32_t xmc_magic_comp = 0xC0A1;    // compartment of a coalesced block
+constexpr uint32_t xmc_magic_comp_freed = 0xC0DE;
+constexpr uint32_t xmc_magic_aligned = 0xA11E; // xmcAlignedAlloc's shifted pointer
+
+enum xmc_kind : uint32_t {
+  xmc_kind_basic = 1,     // Basicblock inside a Superblock
+  xmc_kind_memory = 2,    // a Memoryblock handed out whole (class chunk or large)
+  xmc_kind_super = 3,     // a Memoryblock holding a Superblock (never handed out)
+};
+constexpr uint32_t xmc_class_large = 0xff;
+
+// Chunk tag: magic:16 | kind:8 | class:8 | index in Superblock:8 | live:1 | region:4
+struct xmc_tag {
+  static __host__ __device__ uint64_t make(xmc_kind kind, uint32_t cls, uint32_t index, uint32_t region) {
+    return xmc_magic_chunk | (uint64_t)kind << 16 | (uint64_t)cls << 24 | (uint64_t)index << 32 |
+           (uint64_t)region << 44;
+  }
+  static constexpr uint64_t live = (uint64_t)1 << 40;
+  static __device__ uint32_t magic(uint64_t t) { return (uint32_t)t & 0xffff; }
+  static __device__ uint32_t kind(uint64_t t) { return (uint32_t)(t >> 16) & 0xff; }
+  static __device__ uint32_t cls(uint64_t t) { return (uint32_t)(t >> 24) & 0xff; }
+  static __device__ uint32_t index(uint64_t t) { return (uint32_t)(t >> 32) & 0xff; }
+  static __device__ uint32_t region(uint64_t t) { return (uint32_t)(t >> 44) & 0xf; }
+};
+
+// Compartment header: magic:16 | size in 16-byte units:16 | offset from the
+// coalesced block's start:32.
+struct xmc_comp {
+  static __device__ uint64_t make(uint32_t units, uint32_t offset) {
+    return xmc_magic_comp | (uint64_t)units << 16 | (uint64_t)offset << 32;
+  }
+  static __device__ uint32_t units(uint64_t h) { return (uint32_t)(h >> 16) & 0xffff; }
+  static __device__ uint32_t offset(uint64_t h) { return (uint32_t)(h >> 32); }
+};
+
+// ---- structures ----------------------------------------------------------------
+
+// Memoryblock header: boundary tags of the region's block list, the free list
+// links, and the chunk tag that precedes the payload (payload at +32).
+struct xmc_mb {
+  uint32_t prev_units;   // distance back to the previous block's start; 0: first in region
+  uint32_t size_units;   // whole block, header included
+  uint32_t free_next;    // unit index of the next free block (xmc_nil), while free
+  uint32_t free_prev;
+  uint32_t is_free;
+  uint32_t pad;
+  uint64_t tag;          // xmc_tag word; its live bit marks a handed-out payload
+};
+static_assert(sizeof(xmc_mb) == xmc_chunk_header, "memoryblock header is one chunk header");
+
+// Superblock header, the payload of its Memoryblock (at mb + 32); the 32
+// Basicblocks follow at mb + 64, each a chunk (32-byte header, then payload).
+struct xmc_sb {
+  uint64_t state;        // bits 0..31: Basicblocks available; bit 32: in a second-level buffer
+  uint32_t cls;
+  uint32_t pad[5];
+};
+static_assert(sizeof(xmc_sb) == 32, "superblock header fills the rest of the first unit");
+constexpr uint64_t xmc_sb_inbuf = (uint64_t)1 << 32;
+
+// Sequence-numbered lock-free FIFO (J. Supercomputing 2011, Figs. 7-9): the
+// head's sequence number, the whole tail message, and 2^s messages. A message
+// is seq:32 (low) | payload:32 (high); payloads are xmc_ref encodings.
+struct alignas(64) xmc_fifo {
+  uint32_t head;
+  uint32_t mask;         // capacity - 1
+  uint64_t tail;
+  uint64_t *slots;
+};
+
+// One heap region: a cudaMalloc'd range split into Memoryblocks, guarded by
+// its own lock (the large/rare path only).
+struct xmc_region {
+  char *base;
+  uint32_t units;
+  uint32_t free_head;    // unit index of the first free Memoryblock, xmc_nil if none
+  int lock;
+  uint32_t pad;
+};
+
+// Per-SM counters; summed by xmcGetStats.
+struct xmc_sm_stats {
+  unsigned long long allocs[xmc_classes];
+  unsigned long long frees[xmc_classes];
+  unsigned long long frees_total;   // all class frees, read by the reclaimer
+  unsigned long long large_allocs, large_frees, large_units, large_units_freed;
+  unsigned long long failed, invalid;
+};
+
+// The whole device heap: one instance per device (a __device__ variable).
+struct xmc_heap {
+  xmc_region regions[xmc_max_regions];
+  uint32_t num_regions;
+  uint32_t ready;
+  uint32_t coalescing, buffering, superblocks;
+  uint32_t num_buffers;       // first-level FIFOs per class
+  uint32_t buffers_per_sm;
+  uint32_t num_sb_buffers;    // second-level FIFOs per class
+  xmc_fifo *buffers;          // [class * num_buffers + replica]
+  xmc_fifo *sb_buffers;       // [class * num_sb_buffers + replica]
+  xmc_sm_stats *stats;        // [xmc_stat_slots]
+  unsigned long long held_units;  // units held by allocated Memoryblocks
+  unsigned long long peak_units;
+  unsigned long long reclaim_seen; // frees_total sum at the last reclaim
+  int reclaim_lock;
+};

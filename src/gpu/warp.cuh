@@ -1,0 +1,62 @@
+// gpu/warp.cuh: the warp collectives XMalloc is built from, each over an
+// explicit member mask so that they stay correct when the warp has diverged
+// (Volta+ independent thread scheduling): every lane named in `mask` must call
+// the same helper, and no helper assumes lockstep or a full warp.
+#pragma once
+#include <cstdint>
+
+__device__ __forceinline__ unsigned xmc_lane_id() {
+  unsigned lane;
+  asm("mov.u32 %0, %%laneid;" : "=r"(lane));
+  return lane;
+}
+
+__device__ __forceinline__ unsigned xmc_sm_id() {
+  unsigned sm;
+  asm volatile("mov.u32 %0, %%smid;" : "=r"(sm));
+  return sm;
+}
+
+// Lowest lane of `mask`: the one that acts for the group.
+__device__ __forceinline__ int xmc_warp_leader(unsigned mask) { return __ffs(mask) - 1; }
+
+// Position of the calling lane among the lanes of `mask`.
+__device__ __forceinline__ unsigned xmc_warp_rank(unsigned mask) {
+  unsigned lt;
+  asm("mov.u32 %0, %%lanemask_lt;" : "=r"(lt));
+  return __popc(mask & lt);
+}
+
+__device__ __forceinline__ uint32_t xmc_warp_broadcast(unsigned mask, uint32_t v, int src) {
+  return __shfl_sync(mask, v, src);
+}
+__device__ __forceinline__ uint64_t xmc_warp_broadcast(unsigned mask, uint64_t v, int src) {
+  return __shfl_sync(mask, (unsigned long long)v, src);
+}
+__device__ __forceinline__ char *xmc_warp_broadcast(unsigned mask, char *p, int src) {
+  return (char *)xmc_warp_broadcast(mask, (uint64_t)p, src);
+}
+
+// Exclusive prefix sum of small values (< 2^bits) over the lanes of `mask`,
+// one ballot per bit: works for any lane subset, where a shuffle scan would
+// read lanes outside the mask. *total receives the sum over all of `mask`.
+template <int bits>
+__device__ __forceinline__ uint32_t xmc_warp_scan_small(unsigned mask, uint32_t v, uint32_t *total) {
+  unsigned lt;
+  asm("mov.u32 %0, %%lanemask_lt;" : "=r"(lt));
+  uint32_t below = 0, sum = 0;
+#pragma unroll
+  for (int b = 0; b < bits; ++b) {
+    unsigned set = __ballot_sync(mask, (v >> b) & 1);
+    below += (uint32_t)__popc(set & lt) << b;
+    sum += (uint32_t)__popc(set) << b;
+  }
+  *total = sum;
+  return below;
+}
+
+// Bit position of the n-th (from 0) set bit of `bits`, which has more than n.
+__device__ __forceinline__ unsigned xmc_nth_set_bit(uint32_t bits, unsigned n) {
+  for (unsigned i = 0; i < n; ++i) bits &= bits - 1;
+  return __ffs(bits) - 1;
+}

@@ -1,0 +1,166 @@
+// gpu/xmalloc.cu: the device API. xmcMalloc sorts the calling lanes: small
+// requests of two or more lanes are coalesced into one chunk, the others are
+// grouped by size class so that one lane acts for each class, and requests
+// above the largest class go to the Memoryblock heap one by one. xmcFree reads
+// the header word in front of the pointer to learn what it frees.
+//
+// All stages are header-only and meet in this one translation unit, so the
+// whole path from xmcMalloc down to the FIFO is inlined without device LTO;
+// a caller's kernel pays one call into the library.
+#include "manymalloc/xmalloc.cuh"
+#include "coalesce.cuh"
+
+// ---- allocation ----------------------------------------------------------------
+
+static __device__ void *xmc_malloc_large(size_t size) {
+  xmc_sm_stats *st = xmc_stats_here();
+  if (size > xmc_max_region_bytes - xmc_chunk_header) {
+    atomicAdd(&st->failed, 1ull);
+    return nullptr;
+  }
+  uint32_t units = (uint32_t)((size + xmc_chunk_header + xmc_unit - 1) >> xmc_unit_shift);
+  xmc_mb *mb = xmc_mb_alloc(units, xmc_kind_memory, xmc_class_large);
+  if (!mb && xmc_reclaim()) mb = xmc_mb_alloc(units, xmc_kind_memory, xmc_class_large);
+  if (!mb) {
+    atomicAdd(&st->failed, 1ull);
+    return nullptr;
+  }
+  mb->tag |= xmc_tag::live;
+  atomicAdd(&st->large_allocs, 1ull);
+  atomicAdd(&st->large_units, (unsigned long long)mb->size_units);
+  return mb + 1;
+}
+
+// Lanes of `rest` that are not coalesced: one chunk each.
+static __device__ void *xmc_malloc_chunks(unsigned rest, size_t size) {
+  const bool large = size > xmc_class_max_body;
+  const unsigned classed = __ballot_sync(rest, !large);
+  if (large) return xmc_malloc_large(size);
+  const int cls = xmc_class_of((uint32_t)size);
+  const unsigned group = __match_any_sync(classed, cls);
+  char *chunk = xmc_buffer_get_warp(group, cls);
+  const unsigned served = __ballot_sync(group, chunk != nullptr);
+  if ((int)xmc_lane_id() == xmc_warp_leader(group)) {
+    xmc_sm_stats *st = xmc_stats_here();
+    xmc_stats_add(&st->allocs[cls], __popc(served));
+    xmc_stats_add(&st->failed, __popc(group) - __popc(served));
+  }
+  return chunk ? chunk + xmc_chunk_header : nullptr;
+}
+
+__device__ void *xmcMalloc(size_t size) {
+  const xmc_heap &h = xmc_g_heap;
+  if (!h.ready) return nullptr;
+  if (size == 0) size = 1;
+  const unsigned active = __activemask();
+  const bool small = h.coalescing && size <= xmc_coalesce_max;
+  unsigned smalls = __ballot_sync(active, small);
+  if (__popc(smalls) < 2) smalls = 0;  // one lane alone gains nothing from coalescing
+  if (smalls & (1u << xmc_lane_id())) return xmc_coalesce_malloc(smalls, size);
+  return xmc_malloc_chunks(active & ~smalls, size);
+}
+
+// ---- free --------------------------------------------------------------------------
+
+static __device__ void xmc_free_chunk(char *chunk) {
+  uint64_t *tag = xmc_chunk_tag(chunk);
+  uint64_t t = *tag;
+  if (xmc_tag::magic(t) != xmc_magic_chunk || !(t & xmc_tag::live)) {
+    atomicAdd(&xmc_stats_here()->invalid, 1ull);
+    return;
+  }
+  *tag = t &= ~xmc_tag::live;
+  if (xmc_tag::cls(t) != xmc_class_large) return xmc_buffer_put(chunk, t);
+  xmc_sm_stats *st = xmc_stats_here();
+  atomicAdd(&st->large_frees, 1ull);
+  atomicAdd(&st->large_units_freed, (unsigned long long)((xmc_mb *)chunk)->size_units);
+  xmc_mb_free((xmc_mb *)chunk);
+}
+
+// Frees the compartment at `p` (header `hdr`) for the lanes of `group`, all
+// in the same coalesced block.
+static __device__ void xmc_free_compartment(unsigned group, char *p, uint64_t hdr) {
+  char *block = p - 8 - xmc_comp::offset(hdr);
+  *(uint64_t *)(p - 8) = (hdr & ~0xffffull) | xmc_magic_comp_freed;
+  if (xmc_coalesce_release(group, block)) xmc_free_chunk(block - xmc_chunk_header);
+}
+
+// The block xmcMalloc handed out at `p` (header word `hdr`), for xmcAlignedAlloc's
+// shifted pointers: the block it was carved from.
+static __device__ char *xmc_unshift(char *p, uint64_t *hdr) {
+  if (xmc_tag::magic(*hdr) != xmc_magic_aligned) return p;
+  p -= xmc_comp::offset(*hdr);
+  *hdr = *(uint64_t *)(p - 8);
+  return p;
+}
+
+// Any block, by the calling lane alone.
+static __device__ void xmc_free_one(char *p) {
+  uint64_t hdr = *(uint64_t *)(p - 8);
+  p = xmc_unshift(p, &hdr);
+  switch (xmc_tag::magic(hdr)) {
+  case xmc_magic_comp: return xmc_free_compartment(1u << xmc_lane_id(), p, hdr);
+  case xmc_magic_chunk: return xmc_free_chunk(p - xmc_chunk_header);
+  default: atomicAdd(&xmc_stats_here()->invalid, 1ull);
+  }
+}
+
+// Lanes freeing compartments of one coalesced block decrement its count once.
+__device__ void xmcFree(void *ptr) {
+  char *p = (char *)ptr;
+  const unsigned active = __activemask();
+  const uint64_t hdr = p ? *(uint64_t *)(p - 8) : 0;
+  const bool comp = p && xmc_tag::magic(hdr) == xmc_magic_comp;
+  char *key = comp ? p - 8 - xmc_comp::offset(hdr) : p;
+  const unsigned group = __match_any_sync(active, (unsigned long long)key);
+  if (comp) xmc_free_compartment(group, p, hdr);
+  else if (p) xmc_free_one(p);
+}
+
+// ---- calloc, realloc, aligned ------------------------------------------------------
+
+static __device__ size_t xmc_usable_size(char *p) {
+  uint64_t hdr = *(uint64_t *)(p - 8);
+  char *block = xmc_unshift(p, &hdr);
+  size_t shift = p - block;
+  if (xmc_tag::magic(hdr) == xmc_magic_comp) return xmc_coalesce_usable(hdr) - shift;
+  if (xmc_tag::cls(hdr) != xmc_class_large) return xmc_class_body(xmc_tag::cls(hdr)) - shift;
+  xmc_mb *mb = (xmc_mb *)(block - xmc_chunk_header);
+  return ((size_t)mb->size_units << xmc_unit_shift) - xmc_chunk_header - shift;
+}
+
+__device__ void *xmcCalloc(size_t count, size_t size) {
+  if (size && count > SIZE_MAX / size) return nullptr;
+  const size_t bytes = count * size;
+  void *p = xmcMalloc(bytes);
+  if (p) memset(p, 0, bytes);
+  return p;
+}
+
+__device__ void *xmcRealloc(void *ptr, size_t size) {
+  if (!ptr) return xmcMalloc(size);
+  if (size == 0) {
+    xmcFree(ptr);
+    return nullptr;
+  }
+  size_t usable = xmc_usable_size((char *)ptr);
+  if (size <= usable) return ptr;
+  void *q = xmcMalloc(size);
+  if (q) {
+    memcpy(q, ptr, usable);
+    xmcFree(ptr);
+  }
+  return q;
+}
+
+// Over-allocates and shifts; the 8 bytes in front of the result lead back to
+// the block xmcFree must release.
+__device__ void *xmcAlignedAlloc(size_t alignment, size_t size) {
+  if (alignment == 0 || (alignment & (alignment - 1)) || alignment > ((size_t)1 << 31)) return nullptr;
+  if (alignment <= 16) return xmcMalloc(size);
+  char *raw = (char *)xmcMalloc(size + alignment + 8);
+  if (!raw) return nullptr;
+  char *p = (char *)(((uintptr_t)raw + 8 + alignment - 1) & ~(uintptr_t)(alignment - 1));
+  *(uint64_t *)(p - 8) = xmc_magic_aligned | (uint64_t)(p - raw) << 32;
+  return p;
+}

@@ -1,0 +1,226 @@
+// tests/gpu/test_xmalloc_api.cu: XMalloc's API, one behaviour per test: the
+// host calls' error codes, xmcFree(NULL), calloc, realloc, aligned alloc,
+// large blocks, xmcGrow, statistics, double free, several devices.
+#include "gpu_test.cuh"
+
+namespace {
+
+class XmcApi : public XmcHeap {};
+
+__global__ void k_free_null(int *ok) {
+  xmcFree(nullptr);
+  ok[threadIdx.x] = 1;
+}
+
+__global__ void k_malloc_one(void **out, size_t size) { out[blockIdx.x * blockDim.x + threadIdx.x] = xmcMalloc(size); }
+__global__ void k_free_each(void **ptrs) { xmcFree(ptrs[blockIdx.x * blockDim.x + threadIdx.x]); }
+
+TEST_F(XmcApi, HostCallsCheckTheirState) {
+  ASSERT_TRUE(gt_have_gpu());
+  EXPECT_EQ(xmcErrorNotInitialized, xmcShutdown());
+  EXPECT_EQ(xmcErrorNotInitialized, xmcGrow(1 << 20));
+  xmcStats st;
+  EXPECT_EQ(xmcErrorNotInitialized, xmcGetStats(&st));
+  EXPECT_EQ(xmcErrorInvalidValue, xmcInit(0));
+  init(8 << 20);
+  EXPECT_EQ(xmcErrorAlreadyInitialized, xmcInit(8 << 20));
+  EXPECT_EQ(xmcErrorInvalidValue, xmcGetStats(nullptr));
+  EXPECT_STRNE("unknown error", xmcGetErrorString(xmcErrorOutOfMemory));
+}
+
+TEST_F(XmcApi, FreeNullIsNoop) {
+  init(8 << 20);
+  DeviceArray<int> ok(64);
+  LAUNCH_OK(k_free_null<<<1, 64>>>(ok.ptr));
+  for (int v : ok.host()) EXPECT_EQ(1, v);
+  xmcStats st;
+  XMC_OK(xmcGetStats(&st));
+  EXPECT_EQ(0u, st.invalid_frees);
+}
+
+__global__ void k_calloc_dirty(void **out, size_t size) {
+  int i = threadIdx.x;
+  void *p = xmcMalloc(size);  // leave garbage behind for calloc to clear
+  if (p) memset(p, 0xAB, size);
+  xmcFree(p);
+  out[i] = xmcCalloc(size / 4, 4);
+}
+__global__ void k_count_nonzero(void **ptrs, size_t size, int *bad) {
+  const uint8_t *b = (const uint8_t *)ptrs[threadIdx.x];
+  if (!b) { atomicAdd(bad, 1); return; }
+  for (size_t j = 0; j < size; ++j)
+    if (b[j]) { atomicAdd(bad, 1); return; }
+}
+__global__ void k_calloc_overflow(void **out) { out[0] = xmcCalloc(SIZE_MAX / 2, 4); }
+
+TEST_F(XmcApi, CallocZeroes) {
+  init(16 << 20);
+  for (size_t size : {16, 200, 3000, 40000}) {
+    DeviceArray<void *> ptrs(64);
+    DeviceArray<int> bad(1);
+    LAUNCH_OK(k_calloc_dirty<<<1, 64>>>(ptrs.ptr, size));
+    LAUNCH_OK(k_count_nonzero<<<1, 64>>>(ptrs.ptr, size, bad.ptr));
+    EXPECT_EQ(0, bad.host()[0]) << "size " << size;
+    LAUNCH_OK(k_free_each<<<1, 64>>>(ptrs.ptr));
+  }
+  DeviceArray<void *> out(1);
+  LAUNCH_OK(k_calloc_overflow<<<1, 1>>>(out.ptr));
+  EXPECT_EQ(nullptr, out.host()[0]);
+}
+
+// Each thread grows its block through several sizes, checking the prefix.
+__global__ void k_realloc_chain(int *bad) {
+  const uint32_t me = threadIdx.x;
+  size_t sizes[] = {24, 250, 1000, 5000, 40000, 100};
+  size_t kept = 0;
+  void *p = nullptr;
+  for (size_t size : sizes) {
+    void *q = xmcRealloc(p, size);
+    if (!q) { atomicAdd(bad, 1); return; }
+    if (!gt_holds(q, kept < size ? kept : size, me)) atomicAdd(bad, 1);
+    gt_fill(q, size, me);
+    kept = size;
+    p = q;
+  }
+  if (xmcRealloc(p, 0) != nullptr) atomicAdd(bad, 1);
+}
+
+TEST_F(XmcApi, ReallocPreservesContent) {
+  init(64 << 20);
+  DeviceArray<int> bad(1);
+  LAUNCH_OK(k_realloc_chain<<<1, 96>>>(bad.ptr));
+  EXPECT_EQ(0, bad.host()[0]);
+  xmcStats st;
+  XMC_OK(xmcGetStats(&st));
+  EXPECT_EQ(0u, st.bytes_in_use);
+}
+
+__global__ void k_aligned(void **out, size_t alignment, size_t size) {
+  int i = threadIdx.x;
+  void *p = xmcAlignedAlloc(alignment, size + i);
+  if (p) gt_fill(p, size + i, i);
+  out[i] = p;
+}
+__global__ void k_check_fill(void **ptrs, size_t size, int *bad) {
+  int i = threadIdx.x;
+  if (!ptrs[i] || !gt_holds(ptrs[i], size + i, i)) atomicAdd(bad, 1);
+}
+__global__ void k_aligned_bad(void **out) { out[0] = xmcAlignedAlloc(48, 8); }
+
+TEST_F(XmcApi, AlignedAllocAligns) {
+  init(32 << 20);
+  for (size_t alignment : {8, 16, 32, 256, 4096}) {
+    DeviceArray<void *> ptrs(64);
+    DeviceArray<int> bad(1);
+    LAUNCH_OK(k_aligned<<<1, 64>>>(ptrs.ptr, alignment, 40));
+    LAUNCH_OK(k_check_fill<<<1, 64>>>(ptrs.ptr, 40, bad.ptr));
+    EXPECT_EQ(0, bad.host()[0]);
+    for (void *p : ptrs.host()) EXPECT_EQ(0u, (uintptr_t)p % alignment) << "alignment " << alignment;
+    LAUNCH_OK(k_free_each<<<1, 64>>>(ptrs.ptr));
+  }
+  DeviceArray<void *> out(1);
+  LAUNCH_OK(k_aligned_bad<<<1, 1>>>(out.ptr));
+  EXPECT_EQ(nullptr, out.host()[0]);
+  xmcStats st;
+  XMC_OK(xmcGetStats(&st));
+  EXPECT_EQ(0u, st.bytes_in_use);
+  EXPECT_EQ(0u, st.invalid_frees);
+}
+
+TEST_F(XmcApi, LargeBlockUpToMostOfTheHeap) {
+  init(16 << 20);
+  DeviceArray<void *> out(1);
+  LAUNCH_OK(k_malloc_one<<<1, 1>>>(out.ptr, (size_t)15 << 20));
+  ASSERT_NE(nullptr, out.host()[0]);
+  DeviceArray<void *> second(1);
+  LAUNCH_OK(k_malloc_one<<<1, 1>>>(second.ptr, (size_t)4 << 20));
+  EXPECT_EQ(nullptr, second.host()[0]) << "a 4 MiB block cannot fit beside 15 MiB in 16 MiB";
+  LAUNCH_OK(k_free_each<<<1, 1>>>(out.ptr));
+  LAUNCH_OK(k_malloc_one<<<1, 1>>>(second.ptr, (size_t)15 << 20));
+  EXPECT_NE(nullptr, second.host()[0]) << "freeing merges the heap back";
+  LAUNCH_OK(k_free_each<<<1, 1>>>(second.ptr));
+}
+
+TEST_F(XmcApi, GrowServesWhatDidNotFit) {
+  init(4 << 20);
+  DeviceArray<void *> out(1);
+  LAUNCH_OK(k_malloc_one<<<1, 1>>>(out.ptr, (size_t)6 << 20));
+  EXPECT_EQ(nullptr, out.host()[0]);
+  XMC_OK(xmcGrow(8 << 20));
+  LAUNCH_OK(k_malloc_one<<<1, 1>>>(out.ptr, (size_t)6 << 20));
+  ASSERT_NE(nullptr, out.host()[0]);
+  xmcStats st;
+  XMC_OK(xmcGetStats(&st));
+  EXPECT_EQ((size_t)12 << 20, st.heap_bytes);
+  LAUNCH_OK(k_free_each<<<1, 1>>>(out.ptr));
+}
+
+TEST_F(XmcApi, StatsCountAndReturnToZero) {
+  init(32 << 20);
+  const int n = 4096;
+  DeviceArray<void *> ptrs(n);
+  LAUNCH_OK(k_malloc_one<<<n / 256, 256>>>(ptrs.ptr, 40));
+  xmcStats st;
+  XMC_OK(xmcGetStats(&st));
+  unsigned long long allocs = 0;
+  for (int c = 0; c < st.num_classes; ++c) allocs += st.class_allocs[c];
+  EXPECT_GT(allocs, 0u);
+  EXPECT_GE(st.bytes_in_use, (size_t)n * 40);
+  EXPECT_GE(st.bytes_in_use_peak, st.bytes_in_use);
+  EXPECT_LE(st.bytes_free, st.heap_bytes);
+  LAUNCH_OK(k_free_each<<<n / 256, 256>>>(ptrs.ptr));
+  XMC_OK(xmcGetStats(&st));
+  EXPECT_EQ(0u, st.bytes_in_use);
+  EXPECT_EQ(0u, st.failed_allocs);
+}
+
+__global__ void k_double_free(void **ptrs) {
+  int i = threadIdx.x;
+  if (i % 2 == 0) xmcFree(ptrs[i]);  // twice: the second is caught by the tag
+}
+
+TEST_F(XmcApi, DoubleFreeIsCountedNotApplied) {
+  init(16 << 20);
+  for (size_t size : {8, 4000, 100000}) {
+    DeviceArray<void *> ptrs(64);
+    LAUNCH_OK(k_malloc_one<<<1, 64>>>(ptrs.ptr, size));
+    LAUNCH_OK(k_double_free<<<1, 64>>>(ptrs.ptr));
+    LAUNCH_OK(k_double_free<<<1, 64>>>(ptrs.ptr));
+    xmcStats st;
+    XMC_OK(xmcGetStats(&st));
+    EXPECT_EQ(32u, st.invalid_frees) << "size " << size;
+    LAUNCH_OK(k_free_each<<<1, 64>>>(ptrs.ptr));  // odd ones now; even ones a third time
+    XMC_OK(xmcShutdown());
+    XMC_OK(xmcInit(16 << 20));
+  }
+}
+
+// Every device gets its own heap; blocks come from the device's own heap.
+TEST(XmcDevices, OneHeapPerDevice) {
+  ASSERT_TRUE(gt_have_gpu());
+  int devices = 0;
+  CUDA_OK(cudaGetDeviceCount(&devices));
+  for (int d = 0; d < devices; ++d) {
+    CUDA_OK(cudaSetDevice(d));
+    XMC_OK(xmcInit(8 << 20));
+  }
+  for (int d = 0; d < devices; ++d) {
+    CUDA_OK(cudaSetDevice(d));
+    DeviceArray<void *> ptrs(256);
+    LAUNCH_OK(k_malloc_one<<<1, 256>>>(ptrs.ptr, 100));
+    for (void *p : ptrs.host()) {
+      ASSERT_NE(nullptr, p);
+      cudaPointerAttributes attr;
+      CUDA_OK(cudaPointerGetAttributes(&attr, p));
+      EXPECT_EQ(d, attr.device);
+    }
+    LAUNCH_OK(k_free_each<<<1, 256>>>(ptrs.ptr));
+  }
+  for (int d = 0; d < devices; ++d) {
+    CUDA_OK(cudaSetDevice(d));
+    XMC_OK(xmcShutdown());
+  }
+  CUDA_OK(cudaSetDevice(0));
+}
+
+}  // namespace
