@@ -57,7 +57,7 @@ void bench_print_row(FILE *out, const char *allocator, const BenchCase &c, const
 
 // The device and the date, as comment lines ahead of the header, so that
 // results.csv alone says where it was measured.
-static void bench_print_meta(FILE *out) {
+static void bench_print_meta(FILE *out, double timeout_s) {
   cudaDeviceProp prop{};
   int runtime = 0, driver = 0;
   if (cudaGetDeviceProperties(&prop, 0) != cudaSuccess) strcpy(prop.name, "no CUDA device");
@@ -66,8 +66,9 @@ static void bench_print_meta(FILE *out) {
   char date[32];
   time_t now = time(nullptr);
   strftime(date, sizeof date, "%Y-%m-%d %H:%M UTC", gmtime(&now));
-  fprintf(out, "# device: %s, %d SMs, CUDA runtime %d, driver API %d\n# date: %s\n%s\n", prop.name,
-          prop.multiProcessorCount, runtime, driver, date, bench_csv_header);
+  fprintf(out, "# device: %s, %d SMs, CUDA runtime %d, driver API %d\n# date: %s\n"
+          "# time cap per case: %g s\n%s\n", prop.name, prop.multiProcessorCount, runtime, driver,
+          date, timeout_s, bench_csv_header);
   fflush(out);
 }
 
@@ -166,7 +167,7 @@ static int bench_usage(const char *self) {
 int bench_main(int argc, char **argv, const BenchAllocator *allocators, int count) {
   if (argc == 6 && strcmp(argv[1], "--child") == 0) return bench_child_main(argv + 2, allocators, count);
   std::string only_alloc, only_bench;
-  double timeout_s = 30;
+  double timeout_s = 10;
   FILE *out = stdout;
   for (int i = 1; i < argc; i += 2) {
     if (i + 1 == argc) return bench_usage(argv[0]);
@@ -176,7 +177,7 @@ int bench_main(int argc, char **argv, const BenchAllocator *allocators, int coun
     else if (strcmp(argv[i], "--out") != 0) return bench_usage(argv[0]);
     else if (!(out = fopen(argv[i + 1], "w"))) { perror(argv[i + 1]); return 2; }
   }
-  bench_print_meta(out);
+  bench_print_meta(out, timeout_s);
   for (const BenchCase &c : bench_plan()) {
     if (!bench_listed(only_bench, c.bench)) continue;
     BenchConfig config;

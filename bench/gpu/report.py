@@ -213,8 +213,8 @@ def write_report(res, rows, meta, allocs, out):
                            "ns_per_pair", [(f"{b} buffers", "xmc", f"buf{b}") for b in BUFFERS]),
              scaling_section(res, allocs),
              alloc_all_section(res, allocs),
-             sweep_section(res, "Fragmentation: fraction of a 256 MiB heap handed out before the "
-                           "first NULL", "fill", SIZES, size_label, "heap_fraction", cols),
+             sweep_section(res, "Fragmentation: fraction of a 256 MiB heap handed out before "
+                           "each thread's first NULL (2^20 threads, one run on a fresh heap)", "fill", SIZES, size_label, "heap_fraction", cols),
              problems_section(rows)]
     with open(os.path.join(out, "report.md"), "w") as f:
         f.write("\n".join(parts))
