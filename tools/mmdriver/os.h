@@ -9,8 +9,9 @@
 
 #include <stddef.h>
 
-/* Zeroed memory, already faulted in so that touching it later does not
- * count as the allocator's resident growth; exits the driver with a message when the OS refuses. */
+/* Zeroed memory, faulted in at once so that touching it later does not
+ * count as the allocator's resident growth. Exits the driver when the OS
+ * refuses. */
 void *os_alloc(size_t size);
 void  os_free(void *p, size_t size);
 /* Resizes a mapping from `old_size` to `new_size` bytes, keeping its contents. */
