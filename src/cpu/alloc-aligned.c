@@ -1,8 +1,8 @@
 /* manymalloc cpu: aligned allocation.
  *
- * Pages start at multiples of 64 KiB, so a block whose size is a multiple of
- * the alignment is aligned: we pick the smallest class that is (a power of
- * two always is).  Alignments above the largest class, or sizes above it,
+ * Pages start at multiples of 128 KiB (the segment header size), so a block
+ * whose size is a multiple of the alignment is aligned: we pick the smallest
+ * class that is (a power of two always is).  Alignments above the largest class, or sizes above it,
  * get a large block placed at the alignment. */
 #include "internal.h"
 

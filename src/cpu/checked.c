@@ -6,7 +6,7 @@
  * segment, one bit per 16 bytes says which blocks are allocated; malloc
  * sets it on the slow path (checked mode sends every malloc there) and
  * free clears it atomically, so double frees are caught even when they race
- * on different threads.  Off, this file costs one predictable branch. */
+ * on different threads.  Off, this file costs one predictable branch in free. */
 #include <stdlib.h>
 #include <unistd.h>
 
@@ -97,8 +97,9 @@ static void mm_checked_validate_small(mm_segment_t *seg, const void *p) {
     mm_fatal_pointer("double free of pointer", p);
 }
 
-/* Aborts with a message unless p is a live block of ours. */
-void mm_checked_validate(const void *p) {
+/* Frees p, or aborts with a message unless it is a live block of ours. */
+void mm_checked_free(void *p) {
+  if (p == NULL) return;
   if (((uintptr_t)p & (MM_ALIGNMENT - 1)) != 0) mm_fatal_pointer("free of invalid pointer", p);
   mm_segment_t *seg = mm_segment_of(p);
   size_t unit = mm_registry_unit(seg);
@@ -108,7 +109,8 @@ void mm_checked_validate(const void *p) {
   }
   if (seg->kind == MM_SEGMENT_LARGE) {
     if ((uintptr_t)p != (uintptr_t)seg + seg->block_offset) mm_fatal_pointer("free of invalid pointer", p);
-    return;
+  } else {
+    mm_checked_validate_small(seg, p);
   }
-  mm_checked_validate_small(seg, p);
+  mm_free_generic(seg, mm_segment_page_of(seg, p), p);
 }

@@ -3,11 +3,10 @@
  * The fast path (mm_free_inline in internal.h) pushes the block on its
  * page's local_free list when the calling thread owns the segment.  Here:
  * frees into full pages, frees from other threads (or from a thread whose
- * heap is gone), large blocks and checked mode. */
+ * heap is gone) and large blocks. */
 #include "internal.h"
 
 void mm_free_generic(mm_segment_t *seg, mm_page_t *page, void *p) {
-  if (mm_unlikely(mm_options.checked)) mm_checked_validate(p); /* aborts on a bad pointer */
   mm_heap_t *heap = mm_heap_tls;
   if (seg->kind == MM_SEGMENT_LARGE) {
     mm_large_free(seg);

@@ -121,9 +121,9 @@ void mm_heap_delayed_drain(mm_heap_t *heap) {
         block->next = (mm_block_t *)head;
       } while (!mm_atomic_cas(&heap->delayed_free, &head, (uintptr_t)block));
     } else {
+      heap->stats.blocks[page->size_class]++; /* already counted by its remote freer */
       mm_page_collect(page);
       mm_page_free_local_slow(seg, page, block);
-      heap->stats.blocks[page->size_class]++; /* counted by its remote freer */
     }
     block = next;
   }

@@ -53,6 +53,12 @@ mm_heap_t *mm_thread_init(void) {
   return heap;
 }
 
+/* Also at load time, so that options (checked mode) hold even for a free
+ * that comes before the first malloc. */
+__attribute__((constructor)) static void mm_process_start(void) {
+  pthread_once(&mm_process_once, mm_process_init);
+}
+
 __attribute__((destructor)) static void mm_process_done(void) {
   if (mm_options.verbose) mm_stats_print(stderr);
 }

@@ -89,7 +89,7 @@ void mm_checked_init(void);
 void mm_checked_on_map(mm_segment_t *seg);
 void mm_checked_on_unmap(mm_segment_t *seg, bool large_block);
 void mm_checked_on_malloc(mm_segment_t *seg, void *p);
-void mm_checked_validate(const void *p);
+void mm_checked_free(void *p);
 void mm_fatal_pointer(const char *what, const void *p) __attribute__((noreturn));
 
 /* ---- stats.c ---- */
@@ -129,11 +129,15 @@ static inline void *mm_malloc_inline(size_t size) {
 }
 
 static inline void mm_free_inline(void *p) {
+  if (mm_unlikely(mm_options.checked)) {
+    mm_checked_free(p); /* validates before anything reads the pointer's header */
+    return;
+  }
   if (mm_unlikely(p == NULL)) return;
   mm_segment_t *seg = mm_segment_of(p);
   mm_page_t *page = mm_segment_page_of(seg, p);
   mm_heap_t *heap = mm_heap_tls;
-  if (mm_likely(seg->owner == (uintptr_t)heap && !page->in_full)) {
+  if (mm_likely(seg->heap == heap && !page->in_full)) {
     mm_block_t *block = (mm_block_t *)p;
     block->next = page->local_free;
     page->local_free = block;

@@ -43,26 +43,29 @@ bool mm_page_extend(mm_page_t *page) {
   return true;
 }
 
-/* Takes the remote frees (keeping the tag) and moves them and the local
- * frees into `free`. */
+/* Moves the local frees and the remote frees (keeping the tag) into `free`.
+ * Only the remote list is walked: its blocks must be counted out of `used`. */
 void mm_page_collect(mm_page_t *page) {
-  uintptr_t x = mm_atomic_load_relaxed(&page->xthread_free);
-  if (mm_xthread_list(x) != NULL) {
-    while (!mm_atomic_cas(&page->xthread_free, &x, x & MM_DELAYED_MASK)) {}
-    mm_block_t *head = mm_xthread_list(x), *tail = head;
-    uint32_t n = 1;
-    while (tail->next != NULL) { tail = tail->next; n++; }
-    tail->next = page->free;
-    page->free = head;
-    page->used -= n;
-  }
   if (page->local_free != NULL) {
-    mm_block_t *tail = page->local_free;
-    while (tail->next != NULL) tail = tail->next;
-    tail->next = page->free;
-    page->free = page->local_free;
+    if (page->free == NULL) {
+      page->free = page->local_free;
+    } else {
+      mm_block_t *tail = page->local_free;
+      while (tail->next != NULL) tail = tail->next;
+      tail->next = page->free;
+      page->free = page->local_free;
+    }
     page->local_free = NULL;
   }
+  uintptr_t x = mm_atomic_load_relaxed(&page->xthread_free);
+  if (mm_xthread_list(x) == NULL) return;
+  while (!mm_atomic_cas(&page->xthread_free, &x, x & MM_DELAYED_MASK)) {}
+  mm_block_t *head = mm_xthread_list(x), *tail = head;
+  uint32_t n = 1;
+  while (tail->next != NULL) { tail = tail->next; n++; }
+  tail->next = page->free;
+  page->free = head;
+  page->used -= n;
 }
 
 /* Arms the notification for a page about to enter heap->full; fails when a

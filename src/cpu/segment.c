@@ -44,7 +44,6 @@ static void mm_segment_setup(mm_segment_t *seg, mm_heap_t *heap, unsigned kind) 
   unsigned shift = kind == MM_SEGMENT_SMALL ? MM_SMALL_PAGE_SHIFT : MM_MEDIUM_PAGE_SHIFT;
   memset(seg, 0, sizeof(*seg));
   seg->heap = heap;
-  seg->owner = mm_options.checked ? 0 : (uintptr_t)heap;
   seg->kind = kind;
   seg->page_shift = shift;
   seg->mapped_size = MM_SEGMENT_SIZE;
@@ -75,7 +74,6 @@ static mm_segment_t *mm_segment_alloc(mm_heap_t *heap, unsigned kind) {
 /* The segment has no page in use: cache it (its pages purged) or unmap it. */
 static void mm_segment_free(mm_segment_t *seg) {
   seg->heap = NULL;
-  seg->owner = 0;
   if (mm_options.purge) {
     uintptr_t keep = (sizeof(mm_segment_t) + MM_OS_PAGE_SIZE - 1) & ~(uintptr_t)(MM_OS_PAGE_SIZE - 1);
     mm_os_purge((uint8_t *)seg + keep, MM_SEGMENT_SIZE - keep);

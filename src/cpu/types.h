@@ -3,7 +3,7 @@
  * Memory comes from the OS in segments of MM_SEGMENT_SIZE bytes aligned to
  * their size, so `(p - 1) & ~(MM_SEGMENT_SIZE - 1)` finds the header of any
  * block p in O(1).  A segment belongs to one thread heap and is cut into
- * pages of one size (64 KiB for small blocks, 512 KiB for medium ones); a page
+ * pages of one size (256 KiB for small blocks, 512 KiB for medium ones); a page
  * serves one size class and keeps three free lists (free, local_free,
  * xthread_free).  Blocks above MM_SIZE_CLASS_MAX get a mapping of their own
  * whose first bytes are the same segment header, of kind MM_SEGMENT_LARGE.
@@ -23,9 +23,9 @@
 #define MM_SEGMENT_MASK        (MM_SEGMENT_SIZE - 1)
 #define MM_SEGMENT_HEADER_SIZE ((uintptr_t)128 * 1024)          /* header + checked bitmap */
 #define MM_SEGMENT_CHECK_OFFSET ((uintptr_t)64 * 1024)          /* checked-mode bitmap */
-#define MM_SMALL_PAGE_SHIFT    16                               /* 64 KiB pages */
+#define MM_SMALL_PAGE_SHIFT    18                               /* 256 KiB pages */
 #define MM_MEDIUM_PAGE_SHIFT   19                               /* 512 KiB pages */
-#define MM_SMALL_BLOCK_MAX     ((size_t)8 * 1024)               /* larger blocks use medium pages */
+#define MM_SMALL_BLOCK_MAX     ((size_t)16 * 1024)              /* larger blocks use medium pages */
 #define MM_MAX_PAGES           ((size_t)1 << (MM_SEGMENT_SHIFT - MM_SMALL_PAGE_SHIFT))
 #define MM_LARGE_OFFSET        ((uintptr_t)4096)                /* header before a large block */
 #define MM_OS_PAGE_SIZE        ((size_t)4096)
@@ -71,7 +71,7 @@ struct mm_page_s {
 };
 
 typedef enum mm_segment_kind_e {
-  MM_SEGMENT_SMALL = 0,  /* 64 KiB pages */
+  MM_SEGMENT_SMALL = 0,  /* 256 KiB pages */
   MM_SEGMENT_MEDIUM = 1, /* 512 KiB pages */
   MM_SEGMENT_LARGE = 2,  /* one block with its own mapping */
 } mm_segment_kind_t;
@@ -81,9 +81,8 @@ typedef enum mm_segment_kind_e {
  * The fields the free fast path reads come first so that a large block's
  * header fits in the MM_LARGE_OFFSET bytes before it (checked in segment.c). */
 struct mm_segment_s {
-  uintptr_t owner;        /* the owner heap's address, compared with the thread's heap on
-                             free; 0 for large blocks and in checked mode (never matches) */
-  mm_heap_t *heap;        /* owner heap (NULL for large blocks and cached segments) */
+  mm_heap_t *heap;        /* owner heap, compared with the thread's heap on free
+                             (NULL for large blocks and cached segments: never matches) */
   uint32_t page_shift;    /* log2 of the page size; 63 for large blocks (one page) */
   uint32_t kind;          /* mm_segment_kind_t */
   size_t mapped_size;     /* bytes of the mapping that starts here */
