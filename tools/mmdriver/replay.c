@@ -71,12 +71,12 @@ static int replay_accept(replay_thread_t *r, size_t i, void *p) {
   return 1;
 }
 
-/* Verifies a live block's pattern on its first `limit` bytes and retires it. */
-static int replay_retire(replay_thread_t *r, size_t i, size_t limit) {
+/* Verifies a live block's pattern and retires it. */
+static int replay_retire(replay_thread_t *r, size_t i) {
   uint32_t id = r->trace->ops[i].id;
   void *p = r->ptrs[id];
   if (p == NULL) return 1;
-  size_t bad = check_verify(p, check_seed(r->index, id), r->sizes[id], limit);
+  size_t bad = check_verify(p, check_seed(r->index, id), r->sizes[id], SIZE_MAX);
   if (bad != SIZE_MAX) return replay_fail(r, i, "block contents changed", (char *)p + bad);
   check_index_remove(&r->live, id);
   r->live_bytes -= r->sizes[id];
@@ -91,12 +91,12 @@ static int replay_checked_op(replay_thread_t *r, size_t i) {
   case TRACE_ALLOC:
     return replay_accept(r, i, malloc((size_t)op->size));
   case TRACE_FREE:
-    if (!replay_retire(r, i, SIZE_MAX)) return 0;
+    if (!replay_retire(r, i)) return 0;
     free(old);
     return 1;
   default: {
     uint64_t old_size = old ? r->sizes[op->id] : 0;
-    if (!replay_retire(r, i, SIZE_MAX)) return 0;
+    if (!replay_retire(r, i)) return 0;
     void *p = realloc(old, (size_t)op->size);
     if (p == NULL && op->size > 0) return replay_fail(r, i, "realloc returned NULL", old);
     size_t kept = (size_t)(old_size < op->size ? old_size : op->size);
