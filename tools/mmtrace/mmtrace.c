@@ -60,6 +60,7 @@ static tr_real_t real;
 static struct {
   pthread_mutex_t lock;
   int        fd;                 /* -1 until the first record */
+  int        off;                /* the file could not be created: run untraced */
   int        flush_always;       /* after the exit flush, write each record at once */
   char       buf[TR_BUF_SIZE];
   size_t     len;
@@ -253,15 +254,25 @@ static void tr_path(char *out, size_t cap, unsigned k) {
   strcpy(o, rep ? ".rep" : "");
 }
 
-static void tr_open(void) {
+/* Creates this process's trace file; a program whose trace cannot be
+ * written still runs, untraced, after one line on stderr. */
+static int tr_open(void) {
+  static const char why[] = "mmtrace: cannot create the trace file (MMTRACE_OUT); not tracing\n";
   char path[4096];
-  for (unsigned k = 0; tr.fd < 0 && k < 1000; k++) {
+  for (unsigned k = 0; !tr.off && tr.fd < 0 && k < 1000; k++) {
     tr_path(path, sizeof(path), k);
     tr.fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
-    if (tr.fd < 0 && errno != EEXIST) abort();
+    if (tr.fd < 0 && errno != EEXIST) break;
+  }
+  if (tr.fd < 0) {
+    ssize_t told = tr.off ? 0 : write(2, why, sizeof(why) - 1);
+    (void)told;   /* nothing more to do if even stderr fails */
+    tr.off = 1;
+    return 0;
   }
   tr_write_header();
   lseek(tr.fd, 4 * TR_HEADER_FIELD, SEEK_SET);
+  return 1;
 }
 
 /* A failed write keeps the buffer: a vfork child (which shares our memory
@@ -275,7 +286,7 @@ static void tr_flush(void) {
 
 /* Appends one request line: `k id` or `k id size`. */
 static void tr_emit(char kind, uint32_t id, uint64_t size, int has_size) {
-  if (tr.fd < 0) tr_open();
+  if (tr.fd < 0 && !tr_open()) return;
   if (tr.len + 48 > sizeof(tr.buf)) tr_flush();
   char *o = tr.buf + tr.len;
   *o++ = kind;
