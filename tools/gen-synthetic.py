@@ -28,6 +28,8 @@ import zlib
 
 KINDS = ("syn-array", "syn-struct", "syn-string", "syn-mix", "syn-mix-realloc")
 STRUCT_SIZES = (16, 24, 32, 40, 48, 56, 64, 72, 96, 128, 160, 224)
+# Zipf over the struct types: the k-th most popular has weight 1/k.
+STRUCT_WEIGHTS = tuple(1.0 / (k + 1) for k in range(len(STRUCT_SIZES)))
 
 
 def power_law(rng, lo, hi, alpha):
@@ -43,9 +45,7 @@ def array_size(rng):
 
 
 def struct_size(rng):
-    # Zipf over the struct types: the k-th most popular has weight 1/k.
-    weights = [1.0 / (k + 1) for k in range(len(STRUCT_SIZES))]
-    return rng.choices(STRUCT_SIZES, weights)[0]
+    return rng.choices(STRUCT_SIZES, STRUCT_WEIGHTS)[0]
 
 
 def string_size(rng):
