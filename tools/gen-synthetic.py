@@ -134,6 +134,7 @@ def main():
     for kind in args.kinds:
         if kind not in KINDS:
             ap.error(f"unknown trace kind {kind}")
+    os.makedirs(args.out, exist_ok=True)
     for kind in args.kinds or KINDS:
         trace = generate(kind, args.allocs, args.seed)
         path = os.path.join(args.out, kind + ".rep")
