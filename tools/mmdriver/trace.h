@@ -1,8 +1,8 @@
 /* mmdriver: malloc-lab traces (.rep) in memory.
  *
  * A trace is 4 integer header lines (classically suggested_heap_size,
- * num_ids, num_ops, weight; only num_ids and num_ops are used) and then one
- * request per line: `a id size`, `r id size`, `f id`.  The ops array lives in
+ * num_ids, num_ops, weight; only num_ops is read, as a size hint) and then
+ * one request per line: `a id size`, `r id size`, `f id`.  The ops array lives in
  * memory mapped directly from the OS so that the allocator under test sees
  * only the trace's own requests. */
 #ifndef MMDRIVER_TRACE_H
@@ -21,7 +21,7 @@ typedef struct trace_op_s {
 
 typedef struct trace_s {
   const char *path;
-  size_t      num_ids;  /* max(header num_ids, largest id + 1) */
+  size_t      num_ids;  /* largest id + 1 */
   size_t      num_ops;  /* requests actually read */
   trace_op_t *ops;
 } trace_t;
