@@ -35,8 +35,8 @@ typedef struct result_s {
 static const char usage[] =
     "usage: mmdriver [-t N] [-v] [-r REPS] [-f text|csv] [--rss] TRACE.rep...\n"
     "\n"
-    "Replays malloc-lab traces (4 integer header lines, of which lines 2 and 3\n"
-    "are num_ids and num_ops, then `a id size`, `r id size`, `f id` requests)\n"
+    "Replays malloc-lab traces (4 integer header lines, classically heap size,\n"
+    "num_ids, num_ops, weight; then `a id size`, `r id size`, `f id` requests)\n"
     "through malloc/realloc/free of the allocator serving this process:\n"
     "libmanymalloc.so by default, any other with LD_PRELOAD.\n"
     "\n"
