@@ -1,0 +1,147 @@
+// Behaviour specific to manymalloc beyond the C contracts: every size in turn
+// with content checks, aligned blocks freed by other threads, realloc that
+// stays in place within the usable size, and mm_collect with live blocks.
+#include <manymalloc/manymalloc.h>
+
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+#include "block_tag.h"
+#include "test_sizes.h"
+
+using namespace mmtest;
+
+namespace {
+
+struct Block {
+  void *p;
+  size_t size;
+  uint64_t tag;
+};
+
+Block block_new(size_t size, uint64_t tag) {
+  Block b{mm_malloc(size), size, tag};
+  if (b.p != nullptr) tag_fill(b.p, b.size, b.tag);
+  return b;
+}
+
+bool block_intact(const Block &b) { return tag_check(b.p, b.size, b.tag); }
+
+// Every size up to 16 KiB, then the class edges beyond: a few blocks of each
+// at once, checked against each other, freed in an order that varies.
+TEST(Alloc, EverySizeKeepsItsContent) {
+  std::vector<size_t> sizes;
+  for (size_t s = 1; s <= 16 * KiB; s++) sizes.push_back(s);
+  for (size_t s : boundary_sizes(8 * MiB))
+    if (s > 16 * KiB) sizes.push_back(s);
+  for (size_t size : sizes) {
+    Block blocks[4];
+    for (uint32_t i = 0; i < 4; i++) {
+      blocks[i] = block_new(size, tag_make(i, uint32_t(size)));
+      ASSERT_NE(blocks[i].p, nullptr) << "size " << size;
+    }
+    for (uint32_t i = 0; i < 4; i++) {
+      const Block &b = blocks[(i + size) % 4];
+      ASSERT_TRUE(block_intact(b)) << "size " << size << " block " << b.p;
+      mm_free(b.p);
+    }
+  }
+}
+
+// Aligned blocks made by one thread, freed by another while the first keeps
+// allocating: remote frees must find the block's start from an aligned pointer.
+TEST(Alloc, AlignedBlocksFreedByOtherThreads) {
+  std::mutex mutex;
+  std::vector<Block> handed;
+  bool done = false;
+  long bad = 0;
+  std::thread freer([&] {
+    for (bool last = false; !last;) {
+      std::vector<Block> batch;
+      {
+        std::lock_guard<std::mutex> lock(mutex);
+        batch.swap(handed);
+        last = done;
+      }
+      for (const Block &b : batch) {
+        bad += !block_intact(b);
+        mm_free(b.p);
+      }
+    }
+  });
+  std::vector<Block> kept;
+  for (uint32_t i = 0; i < 4000; i++) {
+    const size_t alignment = size_t(16) << (i % 13);  // 16 B .. 64 KiB
+    const size_t size = 1 + (i * 7919) % (alignment < 4096 ? 3000 : 3 * alignment);
+    Block b{mm_aligned_alloc(alignment, size), size, tag_make(1, i)};
+    ASSERT_NE(b.p, nullptr);
+    ASSERT_EQ(reinterpret_cast<uintptr_t>(b.p) % alignment, 0u);
+    tag_fill(b.p, b.size, b.tag);
+    if (i % 5 == 0) {
+      kept.push_back(b);
+    } else {
+      std::lock_guard<std::mutex> lock(mutex);
+      handed.push_back(b);
+    }
+  }
+  {
+    std::lock_guard<std::mutex> lock(mutex);
+    done = true;
+  }
+  freer.join();
+  EXPECT_EQ(bad, 0) << "aligned blocks corrupted before their remote free";
+  for (const Block &b : kept) {
+    EXPECT_TRUE(block_intact(b));
+    mm_free(b.p);
+  }
+}
+
+TEST(Alloc, ReallocWithinUsableSizeStaysInPlace) {
+  for (size_t size : boundary_sizes()) {
+    void *p = mm_malloc(size);
+    ASSERT_NE(p, nullptr);
+    const size_t usable = mm_malloc_usable_size(p);
+    tag_fill(p, size, tag_make(5, uint32_t(size)), TagSpan::all);
+    void *q = mm_realloc(p, usable);
+    ASSERT_NE(q, nullptr);
+    EXPECT_EQ(q, p) << "growing " << size << " to its usable size " << usable << " moved it";
+    EXPECT_TRUE(tag_check(q, size, tag_make(5, uint32_t(size)), TagSpan::all));
+    EXPECT_GE(mm_malloc_usable_size(q), usable);
+    mm_free(q);
+  }
+}
+
+TEST(Alloc, CollectKeepsLiveBlocks) {
+  std::vector<Block> live;
+  uint32_t seq = 0;
+  for (size_t size : boundary_sizes(2 * MiB))
+    for (int i = 0; i < 8; i++) live.push_back(block_new(size, tag_make(9, seq++)));
+  // Free every other block so that pages are partly empty when collected.
+  std::vector<Block> kept;
+  for (size_t i = 0; i < live.size(); i++) {
+    ASSERT_NE(live[i].p, nullptr);
+    if (i % 2) {
+      mm_free(live[i].p);
+    } else {
+      kept.push_back(live[i]);
+    }
+  }
+  mm_collect();
+  std::thread([] { mm_collect(); }).join();
+  for (const Block &b : kept) EXPECT_TRUE(block_intact(b)) << "size " << b.size;
+  // Allocation after a collect must not hand out live memory.
+  std::vector<Block> fresh;
+  for (const Block &b : kept) fresh.push_back(block_new(b.size, tag_make(10, seq++)));
+  for (const Block &b : kept) EXPECT_TRUE(block_intact(b)) << "size " << b.size;
+  for (const Block &b : fresh) {
+    EXPECT_TRUE(block_intact(b)) << "size " << b.size;
+    mm_free(b.p);
+  }
+  for (const Block &b : kept) mm_free(b.p);
+}
+
+}  // namespace

@@ -1,0 +1,78 @@
+// Checked mode (MANYMALLOC_CHECKED=1): a double free or a free of a pointer
+// the allocator never handed out ends the process with SIGABRT and a message
+// on stderr that names the pointer. The option is read when the allocator
+// starts, so every case runs checked_child in a fresh process.
+#include <gtest/gtest.h>
+#include <signal.h>
+
+#include <cstdlib>
+#include <string>
+
+#include "subprocess.h"
+
+using namespace mmtest;
+
+namespace {
+
+const char kChecked[] = "MANYMALLOC_CHECKED=1";
+
+// The pointer the child printed on its first line of stdout.
+uintptr_t announced_pointer(const std::string &out) { return strtoull(out.c_str(), nullptr, 16); }
+
+// The pointer named after `message` ("manymalloc: <message> 0x...") on
+// stderr, or 0 when there is no such message.
+uintptr_t reported_pointer(const std::string &err, const std::string &message) {
+  const std::string prefix = "manymalloc: " + message + " 0x";
+  const size_t at = err.find(prefix);
+  return at == std::string::npos ? 0 : strtoull(err.c_str() + at + prefix.size() - 2, nullptr, 16);
+}
+
+// Runs a misuse under checked mode: it must abort and name the pointer with
+// one of the `messages`.
+void expect_caught(const char *mode, std::initializer_list<const char *> messages) {
+  const ProgramResult r = run_program({MM_CHECKED_CHILD, mode}, {kChecked});
+  EXPECT_TRUE(WIFSIGNALED(r.status) && WTERMSIG(r.status) == SIGABRT)
+      << mode << ": " << status_string(r.status) << "\nstderr: " << r.err;
+  const uintptr_t pointer = announced_pointer(r.out);
+  ASSERT_NE(pointer, 0u) << mode << ": the child printed no pointer: " << r.out;
+  bool named = false;
+  for (const char *message : messages) named |= reported_pointer(r.err, message) == pointer;
+  EXPECT_TRUE(named) << mode << ": no message naming " << r.out << "on stderr: " << r.err;
+}
+
+TEST(Checked, DoubleFreeAborts) { expect_caught("double-free", {"double free of pointer"}); }
+
+TEST(Checked, DoubleFreeAfterOtherAllocationsAborts) {
+  expect_caught("double-free-later", {"double free of pointer"});
+}
+
+// Once a large block is returned to the OS the allocator may no longer know
+// it was ever its own: either message is right, silence is not.
+TEST(Checked, DoubleFreeOfLargeBlockAborts) {
+  expect_caught("double-free-large", {"double free of pointer", "free of invalid pointer"});
+}
+
+TEST(Checked, FreeOfStackPointerAborts) {
+  expect_caught("free-stack", {"free of invalid pointer"});
+}
+
+TEST(Checked, FreeOfInteriorPointerAborts) {
+  expect_caught("free-interior", {"free of invalid pointer"});
+}
+
+TEST(Checked, FreeOfNeverAllocatedPointerAborts) {
+  expect_caught("free-never-allocated", {"free of invalid pointer"});
+}
+
+TEST(Checked, CorrectProgramRunsCleanly) {
+  for (bool checked : {false, true}) {
+    const ProgramResult r = run_program({MM_CHECKED_CHILD, "normal"},
+                                        checked ? std::vector<std::string>{kChecked}
+                                                : std::vector<std::string>{});
+    EXPECT_TRUE(WIFEXITED(r.status) && WEXITSTATUS(r.status) == 0)
+        << (checked ? "checked: " : "unchecked: ") << status_string(r.status) << "\n" << r.err;
+    EXPECT_EQ(r.err.find("manymalloc: "), std::string::npos) << r.err;
+  }
+}
+
+}  // namespace

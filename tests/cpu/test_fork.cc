@@ -1,0 +1,134 @@
+// fork from a threaded program: worker threads allocate and free while the
+// main thread forks; the child (one thread, whatever the others were doing
+// inside the allocator) must be able to check, free and allocate blocks,
+// including blocks the parent's workers made, start a thread, and exit.
+#include <manymalloc/manymalloc.h>
+
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <mutex>
+#include <random>
+#include <thread>
+#include <vector>
+
+#include "block_tag.h"
+#include "subprocess.h"
+#include "test_sizes.h"
+
+using namespace mmtest;
+
+namespace {
+
+constexpr int kWorkers = 4;
+constexpr int kForks = 12;
+constexpr size_t kPoolCapacity = 4096;
+
+struct Block {
+  void *p;
+  size_t size;
+  uint64_t tag;
+};
+
+// Blocks shared by the workers. Its storage is reserved up front: no thread
+// allocates through another allocator while the main thread forks.
+struct Pool {
+  std::mutex mutex;
+  std::vector<Block> blocks;
+};
+
+size_t random_size(std::mt19937_64 &rng) {
+  return rng() % 50 == 0 ? 64 * KiB + rng() % MiB : 1 + rng() % 2048;
+}
+
+void worker(Pool &pool, uint32_t id, const std::atomic<bool> &stop, std::atomic<long> &bad) {
+  std::mt19937_64 rng(id);
+  for (uint32_t seq = 0; !stop.load(std::memory_order_relaxed); seq++) {
+    const size_t size = random_size(rng);
+    Block b{mm_malloc(size), size, tag_make(id, seq)};
+    if (b.p == nullptr) {
+      bad++;
+      continue;
+    }
+    tag_fill(b.p, b.size, b.tag);
+    std::lock_guard<std::mutex> lock(pool.mutex);
+    if (pool.blocks.size() == kPoolCapacity) {
+      // The pool is full: free a random block, usually one from another thread.
+      Block &old = pool.blocks[rng() % kPoolCapacity];
+      if (!tag_check(old.p, old.size, old.tag)) bad++;
+      mm_free(old.p);
+      old = b;
+    } else {
+      pool.blocks.push_back(b);
+    }
+  }
+}
+
+// What the child checks, as its exit status.
+enum ChildOutcome { kChildOk = 0, kChildCorrupted, kChildOutOfMemory };
+
+int child_body(std::vector<Block> &blocks) {
+  for (size_t i = 0; i < blocks.size(); i++) {
+    if (!tag_check(blocks[i].p, blocks[i].size, blocks[i].tag)) return kChildCorrupted;
+    if (i % 2 == 0) mm_free(blocks[i].p);  // made by threads that do not exist here
+  }
+  std::atomic<int> outcome{kChildOk};
+  auto churn = [&outcome](uint32_t id) {
+    std::mt19937_64 rng(id);
+    std::vector<Block> mine;
+    for (uint32_t i = 0; i < 2000; i++) {
+      const size_t size = random_size(rng);
+      Block b{mm_malloc(size), size, tag_make(id, i)};
+      if (b.p == nullptr) return outcome.store(kChildOutOfMemory);
+      tag_fill(b.p, b.size, b.tag);
+      mine.push_back(b);
+    }
+    for (const Block &b : mine) {
+      if (!tag_check(b.p, b.size, b.tag)) outcome.store(kChildCorrupted);
+      mm_free(b.p);
+    }
+  };
+  std::thread t(churn, 1000);
+  churn(1001);
+  t.join();
+  for (size_t i = 1; i < blocks.size(); i += 2) mm_free(blocks[i].p);
+  return outcome.load();
+}
+
+TEST(Fork, ChildOfThreadedProgramCanAllocate) {
+  Pool pool;
+  pool.blocks.reserve(kPoolCapacity);
+  std::atomic<bool> stop{false};
+  std::atomic<long> bad{0};
+  std::vector<std::thread> workers;
+  for (uint32_t id = 0; id < kWorkers; id++)
+    workers.emplace_back(worker, std::ref(pool), id, std::cref(stop), std::ref(bad));
+
+  for (int round = 0; round < kForks; round++) {
+    while (true) {  // fork once the pool has blocks from every worker's churn
+      std::lock_guard<std::mutex> lock(pool.mutex);
+      if (pool.blocks.size() >= kPoolCapacity / 4 * (round % 4 + 1)) break;
+    }
+    // The pool is locked across fork so the child sees it consistent; the
+    // allocator gets no such help: workers are mid-call in it.
+    pool.mutex.lock();
+    const int status = run_forked(
+        [&pool] {
+          pool.mutex.unlock();
+          return child_body(pool.blocks);
+        },
+        20);
+    pool.mutex.unlock();
+    EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == kChildOk)
+        << "fork " << round << ": " << status_string(status);
+  }
+  stop = true;
+  for (std::thread &t : workers) t.join();
+  for (const Block &b : pool.blocks) {
+    EXPECT_TRUE(tag_check(b.p, b.size, b.tag));
+    mm_free(b.p);
+  }
+  EXPECT_EQ(bad.load(), 0) << "worker blocks corrupted or not allocated";
+}
+
+}  // namespace

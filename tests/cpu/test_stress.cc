@@ -1,0 +1,243 @@
+// Multi-threaded stress: 16 threads allocate blocks of random sizes, tag
+// them, free their own, and hand blocks to each other through shared inboxes
+// so that a large share of frees is remote. Two independent checks catch a
+// block handed out twice: a concurrent set of live addresses (an address
+// returned while still live fails at once) and, between phases, a sorted sweep
+// of every live block for overlapping ranges. Tags catch stray writes.
+#include <manymalloc/manymalloc.h>
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cstdint>
+#include <mutex>
+#include <random>
+#include <string>
+#include <thread>
+#include <unordered_set>
+#include <vector>
+
+#include "block_tag.h"
+#include "test_sizes.h"
+
+using namespace mmtest;
+
+namespace {
+
+constexpr int kThreads = 16;
+constexpr int kPhases = 4;
+constexpr int kOpsPerPhase = 25000;     // per thread
+constexpr size_t kMaxOwned = 600;       // live blocks a thread keeps at most
+constexpr size_t kReallocLimit = 4096;  // realloc'd blocks stay fully tagged
+
+struct Block {
+  void *p;
+  size_t size;
+  uint64_t tag;
+};
+
+// The addresses of all live blocks, sharded so that the check itself does not
+// serialise the threads.
+class LiveSet {
+ public:
+  bool insert(void *p) {
+    Shard &s = shard(p);
+    std::lock_guard<std::mutex> lock(s.mutex);
+    return s.set.insert(p).second;
+  }
+  bool erase(void *p) {
+    Shard &s = shard(p);
+    std::lock_guard<std::mutex> lock(s.mutex);
+    return s.set.erase(p) == 1;
+  }
+
+ private:
+  struct Shard {
+    std::mutex mutex;
+    std::unordered_set<void *> set;
+  };
+  static constexpr size_t kShards = 64;
+  Shard &shard(void *p) { return shards_[(reinterpret_cast<uintptr_t>(p) >> 4) % kShards]; }
+  Shard shards_[kShards];
+};
+
+// Blocks handed to a thread by the others; it frees or adopts them.
+struct Inbox {
+  std::mutex mutex;
+  std::vector<Block> blocks;
+};
+
+// Failures seen by the worker threads, reported by the test thread.
+class Failures {
+ public:
+  void add(const std::string &what) {
+    count_++;
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (first_.size() < 10) first_.push_back(what);
+  }
+  void report() {
+    for (const std::string &f : first_) ADD_FAILURE() << f;
+    EXPECT_EQ(count_.load(), 0) << "failures in worker threads";
+  }
+
+ private:
+  std::atomic<long> count_{0};
+  std::mutex mutex_;
+  std::vector<std::string> first_;
+};
+
+struct Shared {
+  LiveSet live;
+  Inbox inbox[kThreads];
+  Failures failures;
+};
+
+std::string describe(const char *what, const Block &b) {
+  char buf[160];
+  snprintf(buf, sizeof buf, "%s: block %p size %zu owner %u seq %u", what, b.p, b.size,
+           unsigned(b.tag >> 32), unsigned(b.tag));
+  return buf;
+}
+
+// Mostly small sizes, some medium, a few in the large path.
+size_t random_size(std::mt19937_64 &rng) {
+  const unsigned kind = rng() % 1000;
+  if (kind < 900) return 16 + rng() % 1009;
+  if (kind < 990) return KiB + rng() % (63 * KiB);
+  return 64 * KiB + rng() % (960 * KiB);
+}
+
+class Worker {
+ public:
+  Worker(Shared &shared, uint32_t id) : shared_(shared), id_(id) {}
+
+  void run_phase(int phase) {
+    std::mt19937_64 rng(id_ * 1000003u + uint32_t(phase));
+    for (int op = 0; op < kOpsPerPhase; op++) {
+      const unsigned kind = rng() % 100;
+      if (kind < 45 && owned_.size() < kMaxOwned)
+        allocate(random_size(rng));
+      else if (kind < 52 && !owned_.empty())
+        reallocate(rng);
+      else if (kind < 77 && !owned_.empty())
+        release(take(rng() % owned_.size()));
+      else if (kind < 95 && !owned_.empty())
+        hand_over(take(rng() % owned_.size()), (id_ + 1 + rng() % (kThreads - 1)) % kThreads);
+      else
+        drain_inbox(rng);
+    }
+  }
+
+  // Frees everything it holds or was handed; the other threads are done.
+  void finish() {
+    for (const Block &b : receive()) release(b);
+    while (!owned_.empty()) release(take(owned_.size() - 1));
+  }
+
+  const std::vector<Block> &owned() const { return owned_; }
+
+ private:
+  uint64_t next_tag() { return tag_make(id_, seq_++); }
+
+  void allocate(size_t size) {
+    Block b{mm_malloc(size), size, next_tag()};
+    if (b.p == nullptr) return shared_.failures.add("malloc returned NULL");
+    if (!shared_.live.insert(b.p)) shared_.failures.add(describe("address handed out twice", b));
+    tag_fill(b.p, b.size, b.tag);
+    owned_.push_back(b);
+  }
+
+  // Grows or shrinks a small block; the kept prefix must survive the move.
+  void reallocate(std::mt19937_64 &rng) {
+    Block &b = owned_[rng() % owned_.size()];
+    if (b.size > kReallocLimit) return;
+    if (!tag_check(b.p, b.size, b.tag)) shared_.failures.add(describe("corrupted before realloc", b));
+    const size_t size = 1 + rng() % kReallocLimit;
+    shared_.live.erase(b.p);
+    void *q = mm_realloc(b.p, size);
+    if (q == nullptr) return shared_.failures.add("realloc returned NULL");
+    const Block moved{q, size, b.tag};
+    if (!tag_check(q, std::min(size, b.size), b.tag))
+      shared_.failures.add(describe("realloc lost content", moved));
+    if (!shared_.live.insert(q)) shared_.failures.add(describe("realloc gave a live address", moved));
+    b = {q, size, next_tag()};
+    tag_fill(b.p, b.size, b.tag);
+  }
+
+  Block take(size_t index) {
+    const Block b = owned_[index];
+    owned_[index] = owned_.back();
+    owned_.pop_back();
+    return b;
+  }
+
+  void release(const Block &b) {
+    if (!tag_check(b.p, b.size, b.tag)) shared_.failures.add(describe("corrupted block", b));
+    if (!shared_.live.erase(b.p)) shared_.failures.add(describe("freed block was not live", b));
+    mm_free(b.p);
+  }
+
+  void hand_over(const Block &b, uint32_t to) {
+    Inbox &inbox = shared_.inbox[to];
+    std::lock_guard<std::mutex> lock(inbox.mutex);
+    inbox.blocks.push_back(b);
+  }
+
+  std::vector<Block> receive() {
+    std::vector<Block> received;
+    Inbox &inbox = shared_.inbox[id_];
+    std::lock_guard<std::mutex> lock(inbox.mutex);
+    received.swap(inbox.blocks);
+    return received;
+  }
+
+  // Frees most blocks received, keeps some to free later among its own.
+  void drain_inbox(std::mt19937_64 &rng) {
+    for (const Block &b : receive()) {
+      if (rng() % 4 == 0 && owned_.size() < kMaxOwned)
+        owned_.push_back(b);
+      else
+        release(b);
+    }
+  }
+
+  Shared &shared_;
+  uint32_t id_;
+  uint32_t seq_ = 0;
+  std::vector<Block> owned_;
+};
+
+// Every live block, owned or in transit, sorted by address: neighbours must
+// not overlap and every tag must be intact.
+void check_live_blocks(Shared &shared, const std::vector<Worker> &workers) {
+  std::vector<Block> all;
+  for (const Worker &w : workers) all.insert(all.end(), w.owned().begin(), w.owned().end());
+  for (Inbox &inbox : shared.inbox) all.insert(all.end(), inbox.blocks.begin(), inbox.blocks.end());
+  std::sort(all.begin(), all.end(), [](const Block &a, const Block &b) { return a.p < b.p; });
+  for (size_t i = 0; i < all.size(); i++) {
+    EXPECT_TRUE(tag_check(all[i].p, all[i].size, all[i].tag)) << describe("corrupted", all[i]);
+    if (i + 1 < all.size()) {
+      const uintptr_t end = reinterpret_cast<uintptr_t>(all[i].p) + all[i].size;
+      EXPECT_LE(end, reinterpret_cast<uintptr_t>(all[i + 1].p))
+          << describe("overlaps the next block", all[i]) << "; " << describe("next", all[i + 1]);
+    }
+  }
+}
+
+TEST(Stress, ThreadsWithRemoteFreesNeverShareABlock) {
+  Shared shared;
+  std::vector<Worker> workers;
+  for (uint32_t id = 0; id < kThreads; id++) workers.emplace_back(shared, id);
+  for (int phase = 0; phase < kPhases; phase++) {
+    // Threads are new in every phase: blocks outlive the threads that made them.
+    std::vector<std::thread> threads;
+    for (Worker &w : workers) threads.emplace_back([&w, phase] { w.run_phase(phase); });
+    for (std::thread &t : threads) t.join();
+    check_live_blocks(shared, workers);
+  }
+  for (Worker &w : workers) w.finish();
+  shared.failures.report();
+}
+
+}  // namespace
