@@ -9,15 +9,18 @@
 
 #include "internal.h"
 
-static size_t mm_large_round(size_t n) {
-  return (n + MM_OS_PAGE_SIZE - 1) & ~(MM_OS_PAGE_SIZE - 1);
+/* Bytes to map for a block of `size` after `offset` bytes of header; 0 when
+ * no mapping could be that big. */
+static size_t mm_large_mapping(size_t offset, size_t size) {
+  if (size > PTRDIFF_MAX - 2 * MM_SEGMENT_SIZE) return 0;
+  return (offset + size + MM_OS_PAGE_SIZE - 1) & ~(MM_OS_PAGE_SIZE - 1);
 }
 
 void *mm_large_alloc(size_t size, size_t alignment) {
   uintptr_t offset = alignment <= MM_LARGE_OFFSET ? MM_LARGE_OFFSET
                    : alignment <= MM_SEGMENT_SIZE ? alignment : MM_SEGMENT_SIZE;
-  size_t mapped = mm_large_round(offset + size);
-  if (size > PTRDIFF_MAX || mapped < size) {
+  size_t mapped = mm_large_mapping(offset, size);
+  if (mapped == 0) {
     errno = ENOMEM;
     return NULL;
   }
@@ -44,13 +47,13 @@ void mm_large_free(mm_segment_t *seg) {
 /* Grows or shrinks in place when the mapping allows, else moves the pages
  * with mremap (no copy).  Called for sizes above MM_SIZE_CLASS_MAX. */
 void *mm_large_realloc(mm_segment_t *seg, void *p, size_t size) {
-  size_t mapped = mm_large_round(seg->block_offset + size);
-  if (size > PTRDIFF_MAX || mapped < size) {
+  if (size <= seg->block_size && size >= seg->block_size / 2) return p;
+  size_t mapped = mm_large_mapping(seg->block_offset, size);
+  if (mapped == 0) {
     errno = ENOMEM;
     return NULL;
   }
-  if (size <= seg->block_size && size >= seg->block_size / 2) return p;
-  intptr_t delta = (intptr_t)(mapped - seg->block_offset) - (intptr_t)seg->block_size;
+  size_t old_block = seg->block_size;
   if (!mm_os_resize(seg, seg->mapped_size, mapped)) {
     mm_segment_t *moved = mm_os_move_aligned(seg, seg->mapped_size, mapped, MM_SEGMENT_SIZE);
     if (moved == NULL) return NULL;
@@ -60,6 +63,6 @@ void *mm_large_realloc(mm_segment_t *seg, void *p, size_t size) {
   }
   seg->mapped_size = mapped;
   seg->block_size = mapped - seg->block_offset;
-  mm_stats_large(0, delta);
+  mm_stats_large(0, (intptr_t)seg->block_size - (intptr_t)old_block);
   return (uint8_t *)seg + seg->block_offset;
 }
