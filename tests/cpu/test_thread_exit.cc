@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <random>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -76,6 +77,8 @@ TEST(ThreadExit, MappedMemoryDoesNotGrowAcrossThreadGenerations) {
     if (round == 10) mm_stats_get(&after10);
   }
   mm_stats_get(&after100);
+  RecordProperty("bytes_mapped_after_round_10", std::to_string(after10.bytes_mapped));
+  RecordProperty("bytes_mapped_after_round_100", std::to_string(after100.bytes_mapped));
   // A leak check: a heap per dead thread left behind grows without bound.
   EXPECT_LE(after100.bytes_mapped, 2 * after10.bytes_mapped + 64 * MiB)
       << "mapped after round 10: " << after10.bytes_mapped << ", after round 100: "
