@@ -8,7 +8,8 @@
  *   class  8..15 : 144, 160, ..., 256        (step 16)
  *   class 16..23 : 288, 320, ..., 512        (step 32)
  *   ...
- *   class 80..87 : 73728, ..., 131072        (step 8192)
+ *   ...
+ *   class 104..111 : 589824, ..., 1048576    (step 65536)
  */
 #ifndef MM_COMMON_SIZE_CLASS_H
 #define MM_COMMON_SIZE_CLASS_H
@@ -16,8 +17,8 @@
 #include "atomic.h" /* MM_HOST_DEVICE */
 
 #define MM_ALIGNMENT        16
-#define MM_SIZE_CLASS_COUNT 88
-#define MM_SIZE_CLASS_MAX   ((size_t)128 * 1024) /* block size of the last class */
+#define MM_SIZE_CLASS_COUNT 112
+#define MM_SIZE_CLASS_MAX   ((size_t)1024 * 1024) /* block size of the last class */
 
 static inline MM_HOST_DEVICE unsigned mm_size_class_log2(size_t x) {
 #if defined(__CUDA_ARCH__)

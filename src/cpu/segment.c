@@ -23,8 +23,13 @@ void mm_segment_cache_init(void) {
 }
 
 static unsigned mm_segment_kind_for(unsigned size_class) {
-  return mm_size_class_size(size_class) <= MM_SMALL_BLOCK_MAX ? MM_SEGMENT_SMALL : MM_SEGMENT_MEDIUM;
+  size_t size = mm_size_class_size(size_class);
+  return size <= MM_SMALL_BLOCK_MAX ? MM_SEGMENT_SMALL : size <= MM_MEDIUM_BLOCK_MAX ? MM_SEGMENT_MEDIUM : MM_SEGMENT_SINGLE;
 }
+
+static const uint32_t mm_segment_page_shift[MM_SEGMENT_KINDS] = {
+  MM_SMALL_PAGE_SHIFT, MM_MEDIUM_PAGE_SHIFT, MM_SEGMENT_SHIFT,
+};
 
 /* Start and size of page slot `index`; the slots overlapping the header
  * shrink (or vanish: they are never marked free). */
@@ -41,7 +46,7 @@ uint8_t *mm_segment_page_area(const mm_segment_t *seg, size_t index, size_t *siz
  * ------------------------------------------------------------------------- */
 
 static void mm_segment_setup(mm_segment_t *seg, mm_heap_t *heap, unsigned kind) {
-  unsigned shift = kind == MM_SEGMENT_SMALL ? MM_SMALL_PAGE_SHIFT : MM_MEDIUM_PAGE_SHIFT;
+  uint32_t shift = mm_segment_page_shift[kind];
   memset(seg, 0, sizeof(*seg));
   seg->heap = heap;
   seg->kind = kind;

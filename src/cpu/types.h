@@ -3,9 +3,9 @@
  * Memory comes from the OS in segments of MM_SEGMENT_SIZE bytes aligned to
  * their size, so `(p - 1) & ~(MM_SEGMENT_SIZE - 1)` finds the header of any
  * block p in O(1).  A segment belongs to one thread heap and is cut into
- * pages of one size (256 KiB for small blocks, 512 KiB for medium ones); a page
- * serves one size class and keeps three free lists (free, local_free,
- * xthread_free).  Blocks above MM_SIZE_CLASS_MAX get a mapping of their own
+ * pages of one size (256 KiB for small blocks, 512 KiB for medium ones, the
+ * whole segment for big ones); a page serves one size class and keeps three
+ * free lists (free, local_free, xthread_free).  Blocks above MM_SIZE_CLASS_MAX get a mapping of their own
  * whose first bytes are the same segment header, of kind MM_SEGMENT_LARGE.
  * docs/cpu-design.md draws the layout. */
 #ifndef MM_CPU_TYPES_H
@@ -26,6 +26,7 @@
 #define MM_SMALL_PAGE_SHIFT    18                               /* 256 KiB pages */
 #define MM_MEDIUM_PAGE_SHIFT   19                               /* 512 KiB pages */
 #define MM_SMALL_BLOCK_MAX     ((size_t)16 * 1024)              /* larger blocks use medium pages */
+#define MM_MEDIUM_BLOCK_MAX    ((size_t)128 * 1024)             /* larger blocks use single pages */
 #define MM_MAX_PAGES           ((size_t)1 << (MM_SEGMENT_SHIFT - MM_SMALL_PAGE_SHIFT))
 #define MM_LARGE_OFFSET        ((uintptr_t)4096)                /* header before a large block */
 #define MM_OS_PAGE_SIZE        ((size_t)4096)
@@ -73,9 +74,10 @@ struct mm_page_s {
 typedef enum mm_segment_kind_e {
   MM_SEGMENT_SMALL = 0,  /* 256 KiB pages */
   MM_SEGMENT_MEDIUM = 1, /* 512 KiB pages */
-  MM_SEGMENT_LARGE = 2,  /* one block with its own mapping */
+  MM_SEGMENT_SINGLE = 2, /* one page spanning the segment */
+  MM_SEGMENT_LARGE = 3,  /* one block with its own mapping */
 } mm_segment_kind_t;
-#define MM_SEGMENT_KINDS 2 /* kinds a heap carves pages from */
+#define MM_SEGMENT_KINDS 3 /* kinds a heap carves pages from */
 
 /* Segment header, at the start of every segment and every large mapping.
  * The fields the free fast path reads come first so that a large block's
