@@ -26,8 +26,8 @@ typedef struct bench_opt_s {
   const char *help;
 } bench_opt_t;
 
-/* Parses argv into `opts` (every program also gets --threads from its table
- * and -v); prints usage and exits on --help or an unknown/invalid option. */
+/* Parses argv into `opts`, the program's own table (--threads among them),
+ * plus -v; prints usage and exits on --help or an unknown or invalid option. */
 void bench_parse(int argc, char **argv, const char *about, bench_opt_t *opts, size_t nopts);
 extern bool bench_verbose;
 

@@ -42,24 +42,29 @@ static size_t vv_pick_size(const vv_workload_t *w, uint64_t *rng) {
   return bench_rand_range(rng, b->lo, b->hi);
 }
 
+/* Differs between threads and, mostly, between blocks of one thread, so an
+ * overlap of two live blocks shows. */
+static unsigned char vv_tag(const vv_thread_t *t, size_t size) {
+  return (unsigned char)(size * 31 + (size_t)t->index);
+}
+
 static void *vv_thread(void *arg) {
   vv_thread_t *t = arg;
   uint64_t rng = bench_seed(t->seed, t->index);
   void **blocks = calloc((size_t)t->slots, sizeof *blocks);
   size_t *sizes = calloc((size_t)t->slots, sizeof *sizes);
   if (blocks == NULL || sizes == NULL) { perror("calloc"); exit(1); }
-  unsigned char tag = (unsigned char)t->index;
   bench_start_wait();
   for (long i = 0; i < t->ops; i++) {
     size_t s = (size_t)(bench_rand(&rng) % (uint64_t)t->slots);
     if (blocks[s] != NULL) {
-      if (!bench_check(blocks[s], sizes[s], tag)) t->errors++;
+      if (!bench_check(blocks[s], sizes[s], vv_tag(t, sizes[s]))) t->errors++;
       free(blocks[s]);
     }
     sizes[s] = vv_pick_size(t->w, &rng);
     blocks[s] = malloc(sizes[s]);
     if (blocks[s] == NULL) { perror("malloc"); exit(1); }
-    bench_touch(blocks[s], sizes[s], tag);
+    bench_touch(blocks[s], sizes[s], vv_tag(t, sizes[s]));
   }
   for (long s = 0; s < t->slots; s++) free(blocks[s]);
   free(blocks);
