@@ -20,7 +20,7 @@ def machine():
     }
 
 
-def write(path, info, config, allocs, cases, med, trace_results, figures):
+def write(path, repo, info, config, allocs, cases, med, trace_results, figures):
     threads = config["threads"]
     names = [c.name for c in cases]
     lines = [
@@ -35,7 +35,8 @@ def write(path, info, config, allocs, cases, med, trace_results, figures):
         f"- Load average (1 min) before the run: {config['loadavg_before']:.2f}, after: {info['loadavg']:.2f} "
         "(other work on the machine shows up as noise in the times)",
     ]
-    lines += [f"- {a.name}: {a.version} (`{a.path}`)" for a in allocs]
+    lines += [f"- {a.name}: {a.version} (`{os.path.relpath(a.path, repo) if a.path.startswith(repo + '/') else a.path}`)"
+              for a in allocs]
     lines += ["", "## Headline figures", "",
               "Ratios are manymalloc's figure over the peer's: for time and memory, below 1 is better for manymalloc.", ""]
     lines += [f"- {h}" for h in summary.headlines(med, names, threads, allocs, trace_results)]
