@@ -73,6 +73,7 @@ static mm_segment_t *mm_segment_alloc(mm_heap_t *heap, unsigned kind) {
     mm_checked_on_map(seg);
   }
   mm_segment_setup(seg, heap, kind);
+  mm_stats_update_peak();
   return seg;
 }
 
@@ -141,7 +142,6 @@ mm_page_t *mm_segment_page_alloc(mm_heap_t *heap, unsigned size_class) {
   mm_page_t *page = &seg->pages[index];
   mm_page_init(page, seg, size_class);
   heap->stats.pages[size_class]++;
-  mm_stats_update_peak();
   return page;
 }
 

@@ -2,8 +2,9 @@
  *
  * The fast paths count blocks per class in their own heap (no shared write);
  * mm_stats_get sums the heaps.  OS-level figures (mapped bytes, segments,
- * large blocks) change on slow paths only and are shared atomics.  Peaks are
- * sampled whenever a page or large block is taken and on every query. */
+ * large blocks) change on slow paths only and are shared atomics.  The peak
+ * of bytes in use is sampled (a sum that reads every heap) whenever a
+ * segment or a large block is taken, and on every query. */
 #include "internal.h"
 
 static uintptr_t mm_stat_mapped, mm_stat_mapped_peak;
