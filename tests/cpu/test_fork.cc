@@ -41,7 +41,9 @@ size_t random_size(std::mt19937_64 &rng) {
   return rng() % 50 == 0 ? 64 * KiB + rng() % MiB : 1 + rng() % 2048;
 }
 
-void worker(Pool &pool, uint32_t id, const std::atomic<bool> &stop, std::atomic<long> &bad) {
+void worker(Pool &pool, uint32_t id, const std::atomic<bool> &stop, std::atomic<long> &bad,
+            std::atomic<int> &started) {
+  started++;
   std::mt19937_64 rng(id);
   for (uint32_t seq = 0; !stop.load(std::memory_order_relaxed); seq++) {
     const size_t size = random_size(rng);
@@ -100,9 +102,15 @@ TEST(Fork, ChildOfThreadedProgramCanAllocate) {
   pool.blocks.reserve(kPoolCapacity);
   std::atomic<bool> stop{false};
   std::atomic<long> bad{0};
+  std::atomic<int> started{0};
   std::vector<std::thread> workers;
   for (uint32_t id = 0; id < kWorkers; id++)
-    workers.emplace_back(worker, std::ref(pool), id, std::cref(stop), std::ref(bad));
+    workers.emplace_back(worker, std::ref(pool), id, std::cref(stop), std::ref(bad),
+                         std::ref(started));
+  // Thread start-up allocates through the process's malloc, in the asan preset
+  // the sanitizer's, which takes no locks around fork: fork only once every
+  // worker runs, so that what the child may inherit mid-call is manymalloc.
+  while (started.load() < kWorkers) std::this_thread::yield();
 
   for (int round = 0; round < kForks; round++) {
     while (true) {  // fork once the pool has blocks from every worker's churn
