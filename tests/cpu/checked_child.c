@@ -3,7 +3,8 @@
  * can be watched from outside. It prints the pointer it is about to misuse on
  * stdout, so the test can find it named in the allocator's message.
  * Usage: checked_child normal|double-free|double-free-later|double-free-large|
- *                      free-stack|free-interior|free-never-allocated */
+ *                      double-free-remote|free-stack|free-interior|
+ *                      free-never-allocated */
 #include <manymalloc/manymalloc.h>
 
 #include <pthread.h>
@@ -47,6 +48,11 @@ static int run_normal(void) {
 
 static char never_allocated[4096] __attribute__((aligned(64)));
 
+static void *free_in_thread(void *p) {
+  mm_free(p);
+  return NULL;
+}
+
 static int run_misuse(const char *mode) {
   if (strcmp(mode, "double-free") == 0) {
     void *p = mm_malloc(64);
@@ -65,6 +71,14 @@ static int run_misuse(const char *mode) {
     void *p = mm_malloc(4 << 20);
     announce(p);
     mm_free(p);
+    mm_free(p);
+  } else if (strcmp(mode, "double-free-remote") == 0) {
+    /* The first free is remote (another thread), the second local. */
+    void *p = mm_malloc(64);
+    pthread_t t;
+    announce(p);
+    if (pthread_create(&t, NULL, free_in_thread, p) != 0) return 2;
+    pthread_join(t, NULL);
     mm_free(p);
   } else if (strcmp(mode, "free-stack") == 0) {
     char on_stack[256] __attribute__((aligned(64)));
