@@ -117,7 +117,7 @@ class Worker {
     for (int op = 0; op < kOpsPerPhase; op++) {
       const unsigned kind = rng() % 100;
       if (kind < 45 && owned_.size() < kMaxOwned)
-        allocate(random_size(rng));
+        allocate(rng);
       else if (kind < 52 && !owned_.empty())
         reallocate(rng);
       else if (kind < 77 && !owned_.empty())
@@ -140,12 +140,27 @@ class Worker {
  private:
   uint64_t next_tag() { return tag_make(id_, seq_++); }
 
-  void allocate(size_t size) {
-    Block b{mm_malloc(size), size, next_tag()};
-    if (b.p == nullptr) return shared_.failures.add("malloc returned NULL");
+  // Mostly malloc; some calloc (recycled memory must come back zeroed) and
+  // some aligned blocks, which take other paths through the allocator.
+  void allocate(std::mt19937_64 &rng) {
+    const size_t size = random_size(rng);
+    const unsigned api = rng() % 20;
+    const size_t alignment = size_t(32) << (rng() % 8);
+    Block b{api == 0 ? mm_calloc(1, size) : api == 1 ? mm_aligned_alloc(alignment, size)
+                                                     : mm_malloc(size),
+            size, next_tag()};
+    if (b.p == nullptr) return shared_.failures.add("allocation returned NULL");
     if (!shared_.live.insert(b.p)) shared_.failures.add(describe("address handed out twice", b));
+    if (api == 0 && !zeroed(b)) shared_.failures.add(describe("calloc block not zeroed", b));
+    if (api == 1 && reinterpret_cast<uintptr_t>(b.p) % alignment != 0)
+      shared_.failures.add(describe("aligned block misaligned", b));
     tag_fill(b.p, b.size, b.tag);
     owned_.push_back(b);
+  }
+
+  static bool zeroed(const Block &b) {
+    const unsigned char *p = static_cast<const unsigned char *>(b.p);
+    return std::all_of(p, p + b.size, [](unsigned char c) { return c == 0; });
   }
 
   // Grows or shrinks a small block; the kept prefix must survive the move.
