@@ -44,7 +44,7 @@ struct xmcConfig {
   bool coalescing = true;       // warp-level allocation coalescing
   bool buffering = true;        // replicated per-class FIFO buffers
   bool superblocks = true;      // two-level Superblock/Basicblock allocation
-  int buffers_per_class = 0;    // replicated FIFOs per class; 0: two per SM
+  int buffers_per_class = 0;    // replicated FIFOs per class; 0: eight per SM
 };
 
 xmcError xmcInit(size_t heap_bytes);

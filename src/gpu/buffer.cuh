@@ -7,9 +7,11 @@
 #include "superblock.cuh"
 #include "stats.cuh"
 
-__device__ __forceinline__ unsigned xmc_warp_in_block() {
+// A warp-uniform number that differs between the warps resident on one SM.
+__device__ __forceinline__ unsigned xmc_warp_salt() {
   unsigned tid = threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z);
-  return tid >> 5;
+  unsigned block = blockIdx.x + gridDim.x * (blockIdx.y + gridDim.y * blockIdx.z);
+  return (tid >> 5) + block * ((blockDim.x * blockDim.y * blockDim.z + 31) >> 5);
 }
 
 __device__ __forceinline__ xmc_fifo *xmc_buffer_of(int cls, unsigned replica) {
@@ -56,7 +58,7 @@ __device__ inline bool xmc_reclaim() {
       xmc_fifo *f = &h.buffers[cls * h.num_buffers + r];
       for (uint32_t n = xmc_fifo_size(f), ref; n-- && (ref = xmc_fifo_dequeue(f)) != xmc_nil;) {
         char *chunk = xmc_deref(ref);
-        xmc_chunk_sink(chunk, *xmc_chunk_tag(chunk));
+        xmc_chunk_sink(chunk, xmc_atomic64(*xmc_chunk_tag(chunk)).load(cuda::memory_order_relaxed));
       }
     }
   for (int cls = 0; run && h.superblocks && cls < xmc_classes; ++cls)
@@ -103,14 +105,14 @@ __device__ inline char *xmc_buffer_get_warp(unsigned group, int cls) {
   const xmc_heap &h = xmc_g_heap;
   char *chunk = nullptr;
   if (h.buffering) {
-    uint32_t ref = xmc_fifo_dequeue_warp(xmc_buffer_of(cls, xmc_warp_in_block()), group);
+    uint32_t ref = xmc_fifo_dequeue_warp(xmc_buffer_of(cls, xmc_warp_salt()), group);
     if (ref != xmc_nil) chunk = xmc_deref(ref);
   }
   unsigned want = __ballot_sync(group, !chunk);
   if (want && !chunk) chunk = xmc_chunk_source_warp(want, cls, false);
   want = __ballot_sync(group, !chunk);
   if (want && !chunk) chunk = xmc_buffer_scavenge_warp(want, cls);
-  if (chunk) *xmc_chunk_tag(chunk) |= xmc_tag::live;
+  if (chunk) atomicOr((unsigned long long *)xmc_chunk_tag(chunk), xmc_tag::live);
   return chunk;
 }
 
@@ -121,7 +123,7 @@ __device__ inline void xmc_buffer_put(char *chunk, uint64_t tag) {
   atomicAdd(&st->frees[cls], 1ull);
   atomicAdd(&st->frees_total, 1ull);
   if (xmc_g_heap.buffering &&
-      xmc_fifo_enqueue(xmc_buffer_of(cls, xmc_warp_in_block() + xmc_lane_id()),
+      xmc_fifo_enqueue(xmc_buffer_of(cls, xmc_warp_salt() + xmc_lane_id()),
                        xmc_ref(chunk, xmc_tag::region(tag))))
     return;
   xmc_chunk_sink(chunk, tag);

@@ -36,7 +36,8 @@ __device__ inline bool xmc_fifo_enqueue(xmc_fifo *f, uint32_t payload) {
   for (;;) {
     uint32_t h = head.load(cuda::memory_order_acquire);
     uint64_t t = tail.load(cuda::memory_order_acquire);
-    if (xmc_msg_seq(t) - h + 1 == capacity) return false;
+    // >=: a head read before the tail may be stale and overstate the count.
+    if (xmc_msg_seq(t) - h + 1 >= capacity) return false;
     // Move the old tail message into the array unless someone already did.
     xmc_atomic64 slot(f->slots[xmc_msg_seq(t) & f->mask]);
     uint64_t old = slot.load(cuda::memory_order_relaxed);

@@ -77,8 +77,10 @@ xmcError xmc_host_layout(xmc_host_heap *host) {
   const size_t fifo_bytes = (nb + nsb) * sizeof(xmc_fifo);
   const size_t slot_bytes = (nb * xmc_fifo_capacity + nsb * xmc_sb_fifo_capacity) * sizeof(uint64_t);
   const size_t stat_bytes = xmc_stat_slots * sizeof(xmc_sm_stats);
+  const size_t flag_bytes = (size_t)h.num_sb_buffers * xmc_classes * sizeof(int);
   char *m = nullptr;
-  if (xmcError err = xmc_from_cuda(cudaMalloc(&m, fifo_bytes + slot_bytes + stat_bytes))) return err;
+  if (xmcError err = xmc_from_cuda(cudaMalloc(&m, fifo_bytes + slot_bytes + stat_bytes + flag_bytes)))
+    return err;
   host->metadata = m;
   h.buffers = (xmc_fifo *)m;
   h.sb_buffers = h.buffers + nb;
@@ -88,7 +90,8 @@ xmcError xmc_host_layout(xmc_host_heap *host) {
   if (nsb)
     xmc_fifo_init_kernel<<<64, 128>>>(h.sb_buffers, slots + nb * xmc_fifo_capacity, (uint32_t)nsb,
                                       xmc_sb_fifo_capacity);
-  return xmc_from_cuda(cudaMemset(h.stats, 0, stat_bytes));
+  h.sb_creating = (int *)(m + fifo_bytes + slot_bytes + stat_bytes);
+  return xmc_from_cuda(cudaMemset(h.stats, 0, stat_bytes + flag_bytes));
 }
 
 }  // namespace
@@ -111,7 +114,7 @@ xmcError xmcInitWithConfig(size_t heap_bytes, const xmcConfig &config) {
   h.coalescing = config.coalescing;
   h.buffering = config.buffering;
   h.superblocks = config.superblocks;
-  h.num_buffers = config.buffers_per_class ? config.buffers_per_class : 2 * sms;
+  h.num_buffers = config.buffers_per_class ? config.buffers_per_class : 8 * sms;
   h.buffers_per_sm = std::max(1u, h.num_buffers / sms);
   h.num_sb_buffers = std::max(1, sms / 4);
   host->live = true;  // from here on, failures release what was taken

@@ -88,17 +88,31 @@ __device__ inline xmc_mb *xmc_sb_create(int cls, unsigned k, uint32_t *taken) {
 }
 
 // Up to k blocks from a buffered Superblock (this SM's buffer, or every
-// buffer of the class when `everywhere`), else from a new one.
+// buffer of the class when `everywhere`), else from a new one. One lane at a
+// time creates a Superblock for a buffer; the others wait for it and look
+// again, so that a burst of warps does not carve one Superblock each. After a
+// few rounds a waiter creates its own, which bounds the wait.
 __device__ inline xmc_mb *xmc_sb_take(int cls, unsigned k, bool everywhere, uint32_t *taken) {
-  const unsigned n = everywhere ? xmc_g_heap.num_sb_buffers : 1;
+  const xmc_heap &h = xmc_g_heap;
+  const unsigned n = everywhere ? h.num_sb_buffers : 1;
   const unsigned start = xmc_sm_id();
-  for (unsigned j = 0; j < n; ++j) {
-    uint32_t ref = xmc_fifo_dequeue(xmc_sb_buffer(cls, start + j));
-    if (ref == xmc_nil) continue;
-    xmc_mb *mb = (xmc_mb *)xmc_deref(ref);
-    if ((*taken = xmc_sb_claim(mb, cls, k)) != 0) return mb;
+  cuda::atomic_ref<int, cuda::thread_scope_device> creating(
+      h.sb_creating[cls * h.num_sb_buffers + start % h.num_sb_buffers]);
+  for (int round = 0;; ++round) {
+    for (unsigned j = 0; j < n; ++j) {
+      uint32_t ref = xmc_fifo_dequeue(xmc_sb_buffer(cls, start + j));
+      if (ref == xmc_nil) continue;
+      xmc_mb *mb = (xmc_mb *)xmc_deref(ref);
+      if ((*taken = xmc_sb_claim(mb, cls, k)) != 0) return mb;
+    }
+    if (round == 8) return xmc_sb_create(cls, k, taken);
+    if (creating.exchange(1, cuda::memory_order_acquire) == 0) {
+      xmc_mb *mb = xmc_sb_create(cls, k, taken);
+      creating.store(0, cuda::memory_order_release);
+      return mb;
+    }
+    while (creating.load(cuda::memory_order_acquire) != 0) __nanosleep(128);
   }
-  return xmc_sb_create(cls, k, taken);
 }
 
 // Every lane of `group` gets a Basicblock start, or nullptr once the heap is

@@ -130,6 +130,7 @@ struct xmc_heap {
   uint32_t num_sb_buffers;    // second-level FIFOs per class
   xmc_fifo *buffers;          // [class * num_buffers + replica]
   xmc_fifo *sb_buffers;       // [class * num_sb_buffers + replica]
+  int *sb_creating;           // [class * num_sb_buffers + replica]: a Superblock is being made
   xmc_sm_stats *stats;        // [xmc_stat_slots]
   unsigned long long held_units;  // units held by allocated Memoryblocks
   unsigned long long peak_units;

@@ -25,7 +25,7 @@ static __device__ void *xmc_malloc_large(size_t size) {
     atomicAdd(&st->failed, 1ull);
     return nullptr;
   }
-  mb->tag |= xmc_tag::live;
+  atomicOr((unsigned long long *)&mb->tag, xmc_tag::live);
   atomicAdd(&st->large_allocs, 1ull);
   atomicAdd(&st->large_units, (unsigned long long)mb->size_units);
   return mb + 1;
@@ -63,13 +63,12 @@ __device__ void *xmcMalloc(size_t size) {
 // ---- free --------------------------------------------------------------------------
 
 static __device__ void xmc_free_chunk(char *chunk) {
-  uint64_t *tag = xmc_chunk_tag(chunk);
-  uint64_t t = *tag;
+  uint64_t t = atomicAnd((unsigned long long *)xmc_chunk_tag(chunk), ~xmc_tag::live);
   if (xmc_tag::magic(t) != xmc_magic_chunk || !(t & xmc_tag::live)) {
     atomicAdd(&xmc_stats_here()->invalid, 1ull);
     return;
   }
-  *tag = t &= ~xmc_tag::live;
+  t &= ~xmc_tag::live;
   if (xmc_tag::cls(t) != xmc_class_large) return xmc_buffer_put(chunk, t);
   xmc_sm_stats *st = xmc_stats_here();
   atomicAdd(&st->large_frees, 1ull);
@@ -82,6 +81,7 @@ static __device__ void xmc_free_chunk(char *chunk) {
 static __device__ void xmc_free_compartment(unsigned group, char *p, uint64_t hdr) {
   char *block = p - 8 - xmc_comp::offset(hdr);
   *(uint64_t *)(p - 8) = (hdr & ~0xffffull) | xmc_magic_comp_freed;
+  __syncwarp(group);  // every mark lands before the block can be handed out again
   if (xmc_coalesce_release(group, block)) xmc_free_chunk(block - xmc_chunk_header);
 }
 

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 #include <algorithm>
 #include <cstdint>
+#include <string>
 #include <vector>
 #include "manymalloc/xmalloc.cuh"
 
@@ -65,6 +66,17 @@ inline void gt_expect_disjoint(const std::vector<void *> &ptrs, const std::vecto
   for (size_t i = 1; i < blocks.size(); ++i)
     ASSERT_LE(blocks[i - 1].first + blocks[i - 1].second, blocks[i].first)
         << "blocks " << i - 1 << " and " << i << " overlap";
+}
+
+// The counters that disagree, for a failure message.
+inline std::string gt_unbalanced(const xmcStats &st) {
+  std::string out;
+  for (int c = 0; c < st.num_classes; ++c)
+    if (st.class_allocs[c] != st.class_frees[c])
+      out += " class " + std::to_string(c) + " (" + std::to_string(st.class_size[c]) + " B): " +
+             std::to_string(st.class_allocs[c]) + " allocs, " + std::to_string(st.class_frees[c]) + " frees;";
+  return out + " large allocs " + std::to_string(st.large_allocs) + ", invalid frees " +
+         std::to_string(st.invalid_frees);
 }
 
 inline bool gt_have_gpu() {

@@ -88,13 +88,14 @@ TEST_P(XmcStress, BlocksKeepContentsAndNeverOverlap) {
   }
   xmcStats st;
   XMC_OK(xmcGetStats(&st));
-  EXPECT_EQ(0u, st.bytes_in_use);
+  EXPECT_EQ(0u, st.bytes_in_use) << gt_unbalanced(st);
   EXPECT_EQ(0u, st.invalid_frees);
 }
 
 // Lanes allocate in different branches, with different sizes, at different
-// times (the sleeps break up the warp under independent thread scheduling).
-__global__ void k_diverged_alloc(void **ptrs, size_t *sizes, int n) {
+// times (the sleeps break up the warp under independent thread scheduling);
+// `mixed` also sends some lanes through calloc and aligned alloc.
+__global__ void k_diverged_alloc(void **ptrs, size_t *sizes, int n, bool mixed) {
   int i = blockIdx.x * blockDim.x + threadIdx.x;
   if (i >= n) return;
   unsigned lane = threadIdx.x % 32;
@@ -109,10 +110,10 @@ __global__ void k_diverged_alloc(void **ptrs, size_t *sizes, int n) {
     p = xmcMalloc(size);
   } else if (lane & 4) {
     size = 3000 + lane;
-    p = xmcCalloc(1, size);
+    p = mixed ? xmcCalloc(1, size) : xmcMalloc(size);
   } else {
     size = 20000;
-    p = xmcAlignedAlloc(64, size);
+    p = mixed ? xmcAlignedAlloc(64, size) : xmcMalloc(size);
   }
   if (p) gt_fill(p, size, i);
   ptrs[i] = p;
@@ -137,15 +138,15 @@ TEST_P(XmcStress, DivergedWarpsAllocateAndFree) {
   const int n = 8192;
   DeviceArray<void *> ptrs(n);
   DeviceArray<size_t> sizes(n);
-  for (int round = 0; round < 2; ++round) {
-    LAUNCH_OK(k_diverged_alloc<<<n / 256, 256>>>(ptrs.ptr, sizes.ptr, n));
+  for (bool mixed : {false, true}) {
+    LAUNCH_OK(k_diverged_alloc<<<n / 256, 256>>>(ptrs.ptr, sizes.ptr, n, mixed));
     expect_blocks_ok(ptrs.ptr, sizes.ptr, n, 0);
     LAUNCH_OK(k_diverged_free<<<n / 256, 256>>>(ptrs.ptr, n));
+    xmcStats st;
+    XMC_OK(xmcGetStats(&st));
+    EXPECT_EQ(0u, st.bytes_in_use) << "mixed " << mixed << gt_unbalanced(st);
+    EXPECT_EQ(0u, st.invalid_frees);
   }
-  xmcStats st;
-  XMC_OK(xmcGetStats(&st));
-  EXPECT_EQ(0u, st.bytes_in_use);
-  EXPECT_EQ(0u, st.invalid_frees);
 }
 
 // MilThreads with a check: each thread allocates, writes, reads back and
@@ -171,7 +172,7 @@ TEST_P(XmcStress, AllocWriteFreeInOneKernel) {
   }
   xmcStats st;
   XMC_OK(xmcGetStats(&st));
-  EXPECT_EQ(0u, st.bytes_in_use);
+  EXPECT_EQ(0u, st.bytes_in_use) << gt_unbalanced(st);
 }
 
 // Each thread allocates up to `per` blocks of `size`, stopping at the first NULL.
@@ -218,7 +219,7 @@ TEST_P(XmcStress, ExhaustionReturnsNullAndRecovers) {
   }
   xmcStats st;
   XMC_OK(xmcGetStats(&st));
-  EXPECT_EQ(0u, st.bytes_in_use);
+  EXPECT_EQ(0u, st.bytes_in_use) << gt_unbalanced(st);
   EXPECT_GT(st.failed_allocs, 0u);
 }
 
