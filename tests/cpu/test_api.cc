@@ -161,6 +161,23 @@ TEST(Api, HugeSizesFailWithENOMEM) {
   }
 }
 
+// Valid powers of two that no address space can honour: the arithmetic that
+// over-allocates to align must not overflow into a small block.
+TEST(Api, HugeAlignmentsFailWithENOMEM) {
+  for (size_t alignment : {size_t(1) << 62, size_t(1) << 63}) {
+    SCOPED_TRACE("alignment " + std::to_string(alignment));
+    void *p = nullptr;
+    EXPECT_EQ(mm_posix_memalign(&p, alignment, 16), ENOMEM);
+    errno = 0;
+    EXPECT_EQ(mm_aligned_alloc(alignment, 16), nullptr);
+    EXPECT_EQ(errno, ENOMEM);
+  }
+  // memalign is not POSIX; glibc and manymalloc agree up to 2^62.
+  errno = 0;
+  EXPECT_EQ(mm_memalign(size_t(1) << 62, 16), nullptr);
+  EXPECT_EQ(errno, ENOMEM);
+}
+
 // ---------------------------------------------------------------------------
 // realloc
 
