@@ -14,8 +14,8 @@ constexpr size_t kBits = 4 * MM_BITMAP_WORD_BITS;
 
 TEST(Bitmap, SetAndClearReportThePreviousState) {
   uintptr_t map[kBits / MM_BITMAP_WORD_BITS] = {0};
-  for (size_t bit : {size_t(0), size_t(1), MM_BITMAP_WORD_BITS - 1, MM_BITMAP_WORD_BITS,
-                     kBits - 1}) {
+  for (size_t bit :
+       {size_t(0), size_t(1), MM_BITMAP_WORD_BITS - 1, MM_BITMAP_WORD_BITS, kBits - 1}) {
     EXPECT_FALSE(mm_bitmap_test(map, bit)) << bit;
     EXPECT_FALSE(mm_bitmap_set(map, bit)) << bit;
     EXPECT_TRUE(mm_bitmap_test(map, bit)) << bit;
@@ -47,8 +47,10 @@ TEST(Bitmap, ConcurrentUpdatesOfOneWordAreNotLost) {
       for (int round = 0; round < kRounds; round++)
         for (size_t bit = size_t(t); bit < kBits; bit += kThreads) {
           const bool set = round % 2 == 0;
-          if (set) mm_bitmap_set(map, bit);
-          else mm_bitmap_clear(map, bit);
+          if (set)
+            mm_bitmap_set(map, bit);
+          else
+            mm_bitmap_clear(map, bit);
           if (mm_bitmap_test(map, bit) != set) lost++;
         }
     });

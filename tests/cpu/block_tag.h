@@ -12,9 +12,7 @@
 
 namespace mmtest {
 
-inline uint64_t tag_make(uint32_t owner, uint32_t seq) {
-  return (uint64_t(owner) << 32) | seq;
-}
+inline uint64_t tag_make(uint32_t owner, uint32_t seq) { return (uint64_t(owner) << 32) | seq; }
 
 // Every word differs from its neighbours, so a block copied or shifted onto
 // another address does not pass for intact.
@@ -51,8 +49,7 @@ inline bool tag_for_each_word(size_t size, TagSpan span, Visit visit) {
   return true;
 }
 
-inline void tag_fill(void *block, size_t size, uint64_t tag,
-                     TagSpan span = TagSpan::sampled) {
+inline void tag_fill(void *block, size_t size, uint64_t tag, TagSpan span = TagSpan::sampled) {
   unsigned char *p = static_cast<unsigned char *>(block);
   tag_for_each_word(size, span, [&](size_t off, size_t i) {
     const uint64_t w = tag_word(tag, i);

@@ -97,7 +97,8 @@ void report_allocator() {
 int main() {
   std::vector<std::thread> threads;
   std::vector<uint64_t> sums(4);
-  for (uint32_t t = 0; t < 4; t++) threads.emplace_back([&sums, t] { sums[t] = container_churn(t); });
+  for (uint32_t t = 0; t < 4; t++)
+    threads.emplace_back([&sums, t] { sums[t] = container_churn(t); });
   for (std::thread &th : threads) th.join();
   uint64_t h = malloc_across_threads();
   for (uint64_t s : sums) h = mix(h, s);

@@ -37,8 +37,7 @@ struct ProgramResult {
 // Runs argv[0] with the test's environment, less the allocator's variables
 // and LD_PRELOAD, plus `env` ("NAME=value" entries).
 ProgramResult run_program(const std::vector<std::string> &argv,
-                          const std::vector<std::string> &env = {},
-                          unsigned timeout_s = 60);
+                          const std::vector<std::string> &env = {}, unsigned timeout_s = 60);
 
 // A wait status in words, for failure messages.
 std::string status_string(int status);

@@ -32,9 +32,9 @@ std::vector<size_t> valid_alignments() {
 
 // Requests that no allocator can satisfy, including ones where rounding the
 // size up (to a class, a page or an alignment) overflows.
-const std::vector<size_t> kHugeSizes = {SIZE_MAX,      SIZE_MAX - 1,    SIZE_MAX - 4095,
-                                        SIZE_MAX / 2,  SIZE_MAX / 2 + 1, size_t(1) << 62,
-                                        PTRDIFF_MAX,   size_t(PTRDIFF_MAX) + 1};
+const std::vector<size_t> kHugeSizes = {SIZE_MAX,     SIZE_MAX - 1,           SIZE_MAX - 4095,
+                                        SIZE_MAX / 2, SIZE_MAX / 2 + 1,       size_t(1) << 62,
+                                        PTRDIFF_MAX,  size_t(PTRDIFF_MAX) + 1};
 
 size_t page_size() { return size_t(sysconf(_SC_PAGESIZE)); }
 
@@ -82,8 +82,8 @@ TEST(Api, AlignedAllocHonoursEveryAlignment) {
 }
 
 TEST(Api, AlignedAllocRejectsBadAlignment) {
-  for (size_t alignment : {size_t(3), size_t(12), size_t(24), size_t(48), size_t(100),
-                           4 * KiB + 8, MiB + 16}) {
+  for (size_t alignment :
+       {size_t(3), size_t(12), size_t(24), size_t(48), size_t(100), 4 * KiB + 8, MiB + 16}) {
     errno = 0;
     EXPECT_EQ(mm_aligned_alloc(alignment, 4 * alignment), nullptr) << "alignment " << alignment;
     EXPECT_EQ(errno, EINVAL) << "alignment " << alignment;
@@ -183,8 +183,8 @@ TEST(Api, HugeAlignmentsFailWithENOMEM) {
 
 TEST(Api, ReallocPreservesContentAcrossClasses) {
   // Grows and shrinks through small classes, into the large path and back.
-  const size_t steps[] = {1,    16,      17,      100,     1000,    4000,    70000, MiB + 5,
-                          5 * MiB, 3 * MiB, 300000, 64 * KiB, 2000,    24,      8,     3 * MiB};
+  const size_t steps[] = {1,       16,      17,     100,      1000, 4000, 70000, MiB + 5,
+                          5 * MiB, 3 * MiB, 300000, 64 * KiB, 2000, 24,   8,     3 * MiB};
   const uint64_t tag = tag_make(7, 7);
   size_t size = 1;
   void *p = mm_malloc(size);
@@ -265,8 +265,8 @@ TEST(Api, CallocZeroes) {
 
 TEST(Api, CallocZeroesRecycledMemory) {
   constexpr int kBlocks = 32;
-  for (size_t size : {size_t(16), size_t(24), size_t(100), size_t(512), size_t(3000),
-                      20 * KiB, 200 * KiB, MiB, 4 * MiB + 8}) {
+  for (size_t size : {size_t(16), size_t(24), size_t(100), size_t(512), size_t(3000), 20 * KiB,
+                      200 * KiB, MiB, 4 * MiB + 8}) {
     void *blocks[kBlocks];
     for (void *&p : blocks) {
       p = mm_malloc(size);
@@ -284,9 +284,9 @@ TEST(Api, CallocZeroesRecycledMemory) {
 }
 
 TEST(Api, CallocOverflowFailsWithENOMEM) {
-  const size_t pairs[][2] = {{SIZE_MAX / 2, 3},           {3, SIZE_MAX / 2},
-                             {SIZE_MAX, SIZE_MAX},         {size_t(1) << 33, size_t(1) << 33},
-                             {SIZE_MAX / 16 + 1, 16},      {2, SIZE_MAX / 2 + 1}};
+  const size_t pairs[][2] = {{SIZE_MAX / 2, 3},       {3, SIZE_MAX / 2},
+                             {SIZE_MAX, SIZE_MAX},    {size_t(1) << 33, size_t(1) << 33},
+                             {SIZE_MAX / 16 + 1, 16}, {2, SIZE_MAX / 2 + 1}};
   for (const auto &pair : pairs) {
     errno = 0;
     EXPECT_EQ(mm_calloc(pair[0], pair[1]), nullptr) << pair[0] << " x " << pair[1];
@@ -400,7 +400,8 @@ TEST(Api, StatsPrintReportsTheTotals) {
   mm_free(large);
   for (size_t total : {s.bytes_in_use, s.bytes_mapped, s.large_blocks, s.segments})
     EXPECT_NE(report.find(std::to_string(total)), std::string::npos)
-        << "total " << total << " missing from:\n" << report;
+        << "total " << total << " missing from:\n"
+        << report;
 }
 
 }  // namespace

@@ -70,11 +70,12 @@ TEST(Checked, FreeOfNeverAllocatedPointerAborts) {
 
 TEST(Checked, CorrectProgramRunsCleanly) {
   for (bool checked : {false, true}) {
-    const ProgramResult r = run_program({MM_CHECKED_CHILD, "normal"},
-                                        checked ? std::vector<std::string>{kChecked}
-                                                : std::vector<std::string>{});
+    const ProgramResult r =
+        run_program({MM_CHECKED_CHILD, "normal"},
+                    checked ? std::vector<std::string>{kChecked} : std::vector<std::string>{});
     EXPECT_TRUE(WIFEXITED(r.status) && WEXITSTATUS(r.status) == 0)
-        << (checked ? "checked: " : "unchecked: ") << status_string(r.status) << "\n" << r.err;
+        << (checked ? "checked: " : "unchecked: ") << status_string(r.status) << "\n"
+        << r.err;
     EXPECT_EQ(r.err.find("manymalloc: "), std::string::npos) << r.err;
   }
 }

@@ -23,17 +23,19 @@ namespace {
 // What the child found, as its exit status.
 enum Outcome {
   kOk = 0,
-  kNoLimit,         // setrlimit failed
-  kNothingFit,      // not one block fit under the limit
-  kNeverFailed,     // the limit did not stop allocation
-  kWrongErrno,      // NULL, but errno was not ENOMEM
-  kCorrupted,       // a block allocated before the failure changed
-  kNoRecovery,      // allocation still failed after frees
+  kNoLimit,      // setrlimit failed
+  kNothingFit,   // not one block fit under the limit
+  kNeverFailed,  // the limit did not stop allocation
+  kWrongErrno,   // NULL, but errno was not ENOMEM
+  kCorrupted,    // a block allocated before the failure changed
+  kNoRecovery,   // allocation still failed after frees
 };
 
 const char *outcome_name(int status) {
   if (!WIFEXITED(status)) return "the child crashed or hung";
-  static const char *const names[] = {"ok", "setrlimit failed", "nothing fit under the limit",
+  static const char *const names[] = {"ok",
+                                      "setrlimit failed",
+                                      "nothing fit under the limit",
                                       "the limit never stopped allocation",
                                       "NULL without errno ENOMEM",
                                       "a block allocated before the failure changed",

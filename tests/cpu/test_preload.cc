@@ -56,9 +56,11 @@ void expect_same_with_preload(const std::vector<std::string> &argv, std::vector<
   env.push_back(kPreload);
   const ProgramResult preloaded = run_program(argv, env, 120);
   ASSERT_TRUE(WIFEXITED(plain.status) && WEXITSTATUS(plain.status) == 0)
-      << "without LD_PRELOAD: " << status_string(plain.status) << "\n" << plain.err;
+      << "without LD_PRELOAD: " << status_string(plain.status) << "\n"
+      << plain.err;
   ASSERT_TRUE(WIFEXITED(preloaded.status) && WEXITSTATUS(preloaded.status) == 0)
-      << "with LD_PRELOAD: " << status_string(preloaded.status) << "\n" << preloaded.err;
+      << "with LD_PRELOAD: " << status_string(preloaded.status) << "\n"
+      << preloaded.err;
   EXPECT_FALSE(plain.out.empty());
   EXPECT_EQ(plain.out, preloaded.out);
   EXPECT_EQ(plain.err.find(kCounted), std::string::npos) << plain.err;

@@ -146,8 +146,9 @@ class Worker {
     const size_t size = random_size(rng);
     const unsigned api = rng() % 20;
     const size_t alignment = size_t(32) << (rng() % 8);
-    Block b{api == 0 ? mm_calloc(1, size) : api == 1 ? mm_aligned_alloc(alignment, size)
-                                                     : mm_malloc(size),
+    Block b{api == 0   ? mm_calloc(1, size)
+            : api == 1 ? mm_aligned_alloc(alignment, size)
+                       : mm_malloc(size),
             size, next_tag()};
     if (b.p == nullptr) return shared_.failures.add("allocation returned NULL");
     if (!shared_.live.insert(b.p)) shared_.failures.add(describe("address handed out twice", b));
@@ -167,7 +168,8 @@ class Worker {
   void reallocate(std::mt19937_64 &rng) {
     Block &b = owned_[rng() % owned_.size()];
     if (b.size > kReallocLimit) return;
-    if (!tag_check(b.p, b.size, b.tag)) shared_.failures.add(describe("corrupted before realloc", b));
+    if (!tag_check(b.p, b.size, b.tag))
+      shared_.failures.add(describe("corrupted before realloc", b));
     const size_t size = 1 + rng() % kReallocLimit;
     shared_.live.erase(b.p);
     void *q = mm_realloc(b.p, size);
@@ -175,7 +177,8 @@ class Worker {
     const Block moved{q, size, b.tag};
     if (!tag_check(q, std::min(size, b.size), b.tag))
       shared_.failures.add(describe("realloc lost content", moved));
-    if (!shared_.live.insert(q)) shared_.failures.add(describe("realloc gave a live address", moved));
+    if (!shared_.live.insert(q))
+      shared_.failures.add(describe("realloc gave a live address", moved));
     b = {q, size, next_tag()};
     tag_fill(b.p, b.size, b.tag);
   }

@@ -81,11 +81,11 @@ TEST(ThreadExit, MappedMemoryDoesNotGrowAcrossThreadGenerations) {
   RecordProperty("bytes_mapped_after_round_100", std::to_string(after100.bytes_mapped));
   // A leak check: a heap per dead thread left behind grows without bound.
   EXPECT_LE(after100.bytes_mapped, 2 * after10.bytes_mapped + 64 * MiB)
-      << "mapped after round 10: " << after10.bytes_mapped << ", after round 100: "
-      << after100.bytes_mapped;
+      << "mapped after round 10: " << after10.bytes_mapped
+      << ", after round 100: " << after100.bytes_mapped;
   EXPECT_LE(after100.bytes_in_use, after10.bytes_in_use + MiB)
-      << "in use after round 10: " << after10.bytes_in_use << ", after round 100: "
-      << after100.bytes_in_use;
+      << "in use after round 10: " << after10.bytes_in_use
+      << ", after round 100: " << after100.bytes_in_use;
 }
 
 }  // namespace
