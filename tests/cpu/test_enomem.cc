@@ -49,8 +49,10 @@ const char *outcome_name(int status) {
 bool limit_address_space(size_t headroom) {
   char buf[64] = {0};
   const int fd = open("/proc/self/statm", O_RDONLY);
-  if (fd < 0 || read(fd, buf, sizeof buf - 1) <= 0) return false;
+  if (fd < 0) return false;
+  const ssize_t n = read(fd, buf, sizeof buf - 1);
   close(fd);
+  if (n <= 0) return false;
   const size_t mapped = strtoull(buf, nullptr, 10) * size_t(sysconf(_SC_PAGESIZE));
   const struct rlimit limit = {mapped + headroom, mapped + headroom};
   return setrlimit(RLIMIT_AS, &limit) == 0;
