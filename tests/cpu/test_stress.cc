@@ -247,6 +247,8 @@ TEST(Stress, ThreadsWithRemoteFreesNeverShareABlock) {
   Shared shared;
   std::vector<Worker> workers;
   for (uint32_t id = 0; id < kThreads; id++) workers.emplace_back(shared, id);
+  mm_stats_t before, after;
+  mm_stats_get(&before);
   for (int phase = 0; phase < kPhases; phase++) {
     // Threads are new in every phase: blocks outlive the threads that made them.
     std::vector<std::thread> threads;
@@ -255,7 +257,13 @@ TEST(Stress, ThreadsWithRemoteFreesNeverShareABlock) {
     check_live_blocks(shared, workers);
   }
   for (Worker &w : workers) w.finish();
+  mm_stats_get(&after);
   shared.failures.report();
+  // Every block is freed, most of them remotely: the counters must know. The
+  // slack is for the test's own containers when malloc is manymalloc too.
+  EXPECT_LE(after.bytes_in_use, before.bytes_in_use + MiB)
+      << "in use before: " << before.bytes_in_use << ", after: " << after.bytes_in_use;
+  EXPECT_GE(after.bytes_in_use_peak, before.bytes_in_use + kThreads * KiB);
 }
 
 }  // namespace
