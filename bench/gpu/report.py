@@ -206,7 +206,9 @@ def write_report(res, rows, meta, allocs, out):
              "or ran out of time. Written by bench/gpu/report.py from results.csv.\n",
              goals_section(res, allocs),
              sweep_section(res, "MilThreads, ns per 8-byte alloc+free pair (XMalloc 2010 Fig. 2; "
-                           "XMalloc 2010b Fig. 2, 5)", "milthreads", LANES, lambda p: f"{p} lanes",
+                           "XMalloc 2010b Fig. 2, 5)\n\n2^20 pairs in every row: L active lanes "
+                           "per warp means 2^20 x 32/L threads launched, lanes L..31 idle",
+                           "milthreads", LANES, lambda p: f"{p} lanes",
                            "ns_per_pair", columns(allocs, [("manymalloc, no coalescing", "xmc", "nocoal")])),
              sweep_section(res, "FIFO buffers per size class, MilThreads 32 lanes, ns/pair "
                            "(XMalloc 2010b Fig. 6)", "milthreads", [32], lambda p: "32 lanes",
