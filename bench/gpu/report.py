@@ -285,9 +285,11 @@ def plot(res, allocs, out):
 def main():
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--out", required=True, help="folder for report.md and bench.png")
+    p.add_argument("--note", action="append", default=[], help="a line for the header (repeatable)")
     p.add_argument("csv", nargs="+")
     args = p.parse_args()
     rows, meta, allocs = load(args.csv)
+    meta += args.note
     res = Results(rows)
     write_report(res, rows, meta, allocs, args.out)
     plot(res, allocs, args.out)
