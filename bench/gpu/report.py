@@ -231,11 +231,11 @@ def plot(res, allocs, out):
     fig, ax = plt.subplots(2, 3, figsize=(17, 9.5))
     series = [("manymalloc", "xmc", "default")] + [(NAMES.get(a, a), a, "default") for a in allocs if a != "xmc"]
 
-    def line(a, xs, bench, alloc, config, metric, label, xfun=lambda x: x, **kw):
-        pts = [(xfun(x), res.value(bench, alloc, config, x, metric)) for x in xs]
+    def line(a, xs, bench, alloc, config, metric, label):
+        pts = [(x, res.value(bench, alloc, config, x, metric)) for x in xs]
         pts = [(x, y) for x, y in pts if y is not None]
         if pts:
-            a.plot(*zip(*pts), marker="o", label=label, **kw)
+            a.plot(*zip(*pts), marker="o", label=label)
 
     a = ax[0][0]
     for label, alloc, config in series + [("manymalloc, no coalescing", "xmc", "nocoal")]:
@@ -247,7 +247,7 @@ def plot(res, allocs, out):
     pts = [(b, res.value("milthreads", "xmc", f"buf{b}", 32, "ns_per_pair")) for b in BUFFERS]
     pts = [(x, y) for x, y in pts if y is not None]
     if pts:
-        a.plot(*zip(*pts), marker="o", label="manymalloc")
+        a.plot(*zip(*pts), marker="o", label="manymalloc, MilThreads 32 lanes")
     a.set(title="FIFO buffers per size class (32 lanes)", xlabel="buffers per class",
           ylabel="ns per pair")
     a.set_xscale("log", base=2)
