@@ -148,10 +148,10 @@ def headlines(med, cases, threads, allocs, trace_results):
         return geomean(ratio(med, c, t, peer) for c in cases)
 
     for peer in ("mimalloc", "glibc"):
-        if peer in names:
+        if peer in names and cases:
             out.append(f"Time at {top} threads, geometric mean over the bench set, manymalloc / {peer}: "
                        f"**{fmt_ratio(geo_time(peer, top))}**")
-    if "mimalloc" in names:
+    if "mimalloc" in names and cases:
         for t in (1, 2):
             if t in threads:
                 out.append(f"Time at {t} thread{'s' if t > 1 else ''}, geometric mean, manymalloc / mimalloc: "
@@ -179,7 +179,8 @@ def headlines(med, cases, threads, allocs, trace_results):
             worst = max(rss, key=rss.get)
             out.append(f"Peak RSS, manymalloc / mimalloc over the bench set: geometric mean **{geomean(rss.values()):.2f}**, "
                        f"max **{rss[worst]:.2f}** ({worst[0]} at {worst[1]} threads)")
-    out += losses(med, cases, threads, allocs)
+    if cases:
+        out += losses(med, cases, threads, allocs)
     return out
 
 
