@@ -213,7 +213,7 @@ def write_report(res, rows, meta, allocs, out):
              sweep_section(res, "FIFO buffers per size class, MilThreads 32 lanes, ns/pair "
                            "(XMalloc 2010b Fig. 6)", "milthreads", [32], lambda p: "32 lanes",
                            "ns_per_pair", [(f"{b} buffers", "xmc", f"buf{b}") for b in BUFFERS]
-                           + [("default (8 per SM)", "xmc", "default")]),
+                           + [("allocator default", "xmc", "default")]),
              scaling_section(res, allocs),
              alloc_all_section(res, allocs),
              sweep_section(res, "Fragmentation: fraction of a 256 MiB heap handed out before "
