@@ -1,4 +1,4 @@
-/* The program that test_checked runs: one misuse of the allocator per mode,
+/* The program that test_options runs: one misuse of the allocator per mode,
  * so that checked mode (MANYMALLOC_CHECKED=1, read when the allocator starts)
  * can be watched from outside. It prints the pointer it is about to misuse on
  * stdout, so the test can find it named in the allocator's message.

@@ -1,7 +1,8 @@
-// Checked mode (MANYMALLOC_CHECKED=1): a double free or a free of a pointer
-// the allocator never handed out ends the process with SIGABRT and a message
-// on stderr that names the pointer. The option is read when the allocator
-// starts, so every case runs checked_child in a fresh process.
+// The environment options, read when the allocator starts, so every case
+// runs checked_child in a fresh process. Checked mode (MANYMALLOC_CHECKED=1):
+// a double free or a free of a pointer the allocator never handed out ends
+// the process with SIGABRT and a message on stderr that names the pointer.
+// Verbose (MANYMALLOC_VERBOSE=1): statistics on stderr at exit.
 #include <gtest/gtest.h>
 #include <signal.h>
 
@@ -78,6 +79,15 @@ TEST(Checked, CorrectProgramRunsCleanly) {
         << r.err;
     EXPECT_EQ(r.err.find("manymalloc: "), std::string::npos) << r.err;
   }
+}
+
+TEST(Verbose, StatisticsAtExitOnlyWhenAsked) {
+  const ProgramResult quiet = run_program({MM_CHECKED_CHILD, "normal"});
+  const ProgramResult verbose = run_program({MM_CHECKED_CHILD, "normal"}, {"MANYMALLOC_VERBOSE=1"});
+  EXPECT_TRUE(WIFEXITED(verbose.status) && WEXITSTATUS(verbose.status) == 0)
+      << status_string(verbose.status);
+  EXPECT_EQ(quiet.err, "");
+  EXPECT_NE(verbose.err.find("manymalloc"), std::string::npos) << verbose.err;
 }
 
 }  // namespace
