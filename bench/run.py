@@ -149,7 +149,7 @@ def write_outputs(out_dir, config, allocs, selected, runs, trace_results):
     with open(os.path.join(out_dir, "results.json"), "w") as f:
         json.dump({"machine": info, "config": config,
                    "allocators": [vars(a) for a in allocs], "runs": runs, "traces": trace_results}, f, indent=1)
-    document.write(os.path.join(out_dir, "report.md"), REPO, info, config, allocs, selected, med, trace_results, figures)
+    document.write(os.path.join(out_dir, "report.md"), REPO, info, config, allocs, selected, runs, trace_results, figures)
     print(f"run.py: wrote {out_dir}/report.md, results.json and {len(figures)} plots")
 
 

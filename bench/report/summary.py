@@ -27,6 +27,17 @@ def medians(runs):
     return out
 
 
+def spread(runs):
+    """The typical noise of a cell: the median over all cells of the
+    repetitions' (max - min) / median time."""
+    groups = defaultdict(list)
+    for r in runs:
+        if r["ok"]:
+            groups[(r["case"], r["threads"], r["allocator"])].append(r["seconds"])
+    rel = [(max(v) - min(v)) / statistics.median(v) for v in groups.values() if len(v) > 1 and statistics.median(v) > 0]
+    return statistics.median(rel) if rel else None
+
+
 def geomean(xs):
     xs = [x for x in xs if x is not None and x > 0]
     return math.exp(sum(map(math.log, xs)) / len(xs)) if xs else None
@@ -178,7 +189,7 @@ def headlines(med, cases, threads, allocs, trace_results):
         if rss:
             worst = max(rss, key=rss.get)
             out.append(f"Peak RSS, manymalloc / mimalloc over the bench set: geometric mean **{geomean(rss.values()):.2f}**, "
-                       f"max **{rss[worst]:.2f}** ({worst[0]} at {worst[1]} threads)")
+                       f"max **{rss[worst]:.2f}** ({worst[0]} at {worst[1]}T)")
     if cases:
         out += losses(med, cases, threads, allocs)
     return out
