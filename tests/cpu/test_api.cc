@@ -336,6 +336,31 @@ TEST(Api, UsableSizeCoversRequestAndIsWritable) {
   }
 }
 
+// Aligned blocks may start inside a larger block: their usable size must
+// count from the pointer returned, or filling it would overrun a neighbour.
+TEST(Api, UsableSizeOfAlignedBlocksIsWritable) {
+  struct Block {
+    void *p;
+    size_t usable;
+  };
+  std::vector<Block> blocks;
+  for (size_t alignment = 32; alignment <= 64 * KiB; alignment *= 2)
+    for (size_t size : {size_t(1), size_t(24), size_t(100), size_t(1000), size_t(5000)})
+      for (int i = 0; i < 4; i++) {
+        void *p = mm_aligned_alloc(alignment, size);
+        ASSERT_NE(p, nullptr);
+        blocks.push_back({p, mm_malloc_usable_size(p)});
+        EXPECT_GE(blocks.back().usable, size);
+        tag_fill(p, blocks.back().usable, tag_make(4, uint32_t(blocks.size())), TagSpan::all);
+      }
+  for (size_t i = 0; i < blocks.size(); i++) {
+    const Block &b = blocks[i];
+    EXPECT_TRUE(tag_check(b.p, b.usable, tag_make(4, uint32_t(i + 1)), TagSpan::all))
+        << "aligned block " << b.p << " with usable size " << b.usable << " was overwritten";
+  }
+  for (const Block &b : blocks) mm_free(b.p);
+}
+
 TEST(Api, MallocResultsAre16ByteAligned) {
   std::vector<void *> live;
   for (size_t size = 1; size <= 2048; size++) live.push_back(mm_malloc(size));
