@@ -21,7 +21,7 @@ using namespace mmtest;
 namespace {
 
 constexpr int kWorkers = 4;
-constexpr int kForks = 12;
+constexpr int kForks = 32;
 constexpr size_t kPoolCapacity = 4096;
 
 struct Block {
@@ -46,6 +46,7 @@ void worker(Pool &pool, uint32_t id, const std::atomic<bool> &stop, std::atomic<
   started++;
   std::mt19937_64 rng(id);
   for (uint32_t seq = 0; !stop.load(std::memory_order_relaxed); seq++) {
+    if (seq % 2000 == 1999) mm_collect();  // forks may land inside it too
     const size_t size = random_size(rng);
     Block b{mm_malloc(size), size, tag_make(id, seq)};
     if (b.p == nullptr) {
