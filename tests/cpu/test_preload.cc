@@ -76,6 +76,14 @@ TEST(Preload, ThreadedCxxProgramGivesTheSameResult) {
   expect_same_with_preload({MM_PRELOAD_CHILD}, {});
 }
 
+// Checked mode raises no false alarm on real programs (the variable is
+// inert in the run without the library).
+TEST(Preload, CheckedModeFindsNothingWrongInRealPrograms) {
+  expect_same_with_preload({MM_PYTHON, "-c", kPythonWorkload},
+                           {"PYTHONMALLOC=malloc", "PYTHONHASHSEED=0", "MANYMALLOC_CHECKED=1"});
+  expect_same_with_preload({MM_PRELOAD_CHILD}, {"MANYMALLOC_CHECKED=1"});
+}
+
 // The preloaded library is the one that defines malloc for the program.
 TEST(Preload, MallocResolvesToManymalloc) {
   const ProgramResult r = run_program({MM_PRELOAD_CHILD}, {kPreload}, 120);
