@@ -15,7 +15,9 @@ void mm_free_generic(mm_segment_t *seg, mm_page_t *page, void *p) {
   } else {
     unsigned size_class = page->size_class;
     mm_page_free_remote(page, (mm_block_t *)p);
-    if (heap != &mm_heap_empty) heap->stats.blocks[size_class]--;
+    /* a thread that only frees gets a heap too, to count in without sharing */
+    if (heap == &mm_heap_empty) heap = mm_thread_init_on_free();
+    if (heap != NULL) heap->stats.blocks[size_class]--;
     else mm_stats_orphan_free(size_class);
   }
 }

@@ -24,11 +24,16 @@ mm_heap_t mm_heap_empty = {
 
 __thread mm_heap_t *mm_heap_tls __attribute__((tls_model("initial-exec"))) = &mm_heap_empty;
 
+/* Set once the thread's heap was torn down, so that frees from later TLS
+ * destructors do not give the dying thread a new heap. */
+static __thread bool mm_thread_exited __attribute__((tls_model("initial-exec")));
+
 static pthread_once_t mm_process_once = PTHREAD_ONCE_INIT;
 static pthread_key_t mm_thread_key;
 
 static void mm_thread_done(void *value) {
   mm_heap_t *heap = value;
+  mm_thread_exited = true;
   mm_heap_collect(heap, true);
   mm_heap_tls = &mm_heap_empty;
   mm_heap_release(heap);
@@ -55,6 +60,11 @@ mm_heap_t *mm_thread_init(void) {
 
 /* Also at load time, so that options (checked mode) hold even for a free
  * that comes before the first malloc. */
+/* A heap for a thread whose first call is a free; NULL after its exit. */
+mm_heap_t *mm_thread_init_on_free(void) {
+  return mm_thread_exited ? NULL : mm_thread_init();
+}
+
 __attribute__((constructor)) static void mm_process_start(void) {
   pthread_once(&mm_process_once, mm_process_init);
 }

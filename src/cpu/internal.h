@@ -43,6 +43,7 @@ extern __thread mm_heap_t *mm_heap_tls __attribute__((tls_model("initial-exec"))
 extern mm_heap_t mm_heap_empty;
 extern const mm_page_t mm_page_empty;
 mm_heap_t *mm_thread_init(void);
+mm_heap_t *mm_thread_init_on_free(void);
 
 /* ---- heap.c ---- */
 mm_heap_t *mm_heap_acquire(void);

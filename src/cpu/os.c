@@ -31,9 +31,39 @@ void *mm_os_reserve(size_t size) {
   return mm_os_map(NULL, size, PROT_READ | PROT_WRITE, MAP_NORESERVE);
 }
 
+/* Aligned mappings in one system call: we walk a hint through an address
+ * area of our own, and the kernel places a mapping at its hint when that
+ * range is free (mimalloc's trick).  Under AddressSanitizer the area is its
+ * shadow memory, so hints are not used there. */
+#define MM_OS_HINT_BASE ((uintptr_t)2 << 40) /* 2 TiB */
+#define MM_OS_HINT_AREA ((uintptr_t)4 << 40) /* walked round robin */
+static uintptr_t mm_os_hint_next;
+
+static void *mm_os_alloc_hinted(size_t size, size_t alignment) {
+#if defined(__SANITIZE_ADDRESS__)
+  (void)size, (void)alignment;
+  return NULL;
+#else
+  uintptr_t span = (size + alignment - 1) & ~(uintptr_t)(alignment - 1);
+  uintptr_t hint = MM_OS_HINT_BASE + mm_atomic_fetch_add(&mm_os_hint_next, span) % MM_OS_HINT_AREA;
+  void *p = mm_os_map((void *)hint, size, PROT_READ | PROT_WRITE, 0);
+  if (p == NULL || ((uintptr_t)p & (alignment - 1)) == 0) return p;
+  munmap(p, size);
+  return NULL;
+#endif
+}
+
 /* `size` bytes at an address p with (p + offset) % alignment == 0
- * (alignment a power of two, a multiple of the OS page): over-map, trim. */
+ * (alignment a power of two, a multiple of the OS page): at a hint, or
+ * else over-map and trim. */
 void *mm_os_alloc_aligned(size_t size, size_t alignment, size_t offset) {
+  if (offset == 0) {
+    void *p = mm_os_alloc_hinted(size, alignment);
+    if (p != NULL) {
+      mm_stats_mapped((intptr_t)size);
+      return p;
+    }
+  }
   size_t over = size + alignment;
   if (over < size) {
     errno = ENOMEM;
