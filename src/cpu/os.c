@@ -37,13 +37,13 @@ void *mm_os_reserve(size_t size) {
  * shadow memory, so hints are not used there. */
 #define MM_OS_HINT_BASE ((uintptr_t)2 << 40) /* 2 TiB */
 #define MM_OS_HINT_AREA ((uintptr_t)4 << 40) /* walked round robin */
-static uintptr_t mm_os_hint_next;
 
 static void *mm_os_alloc_hinted(size_t size, size_t alignment) {
 #if defined(__SANITIZE_ADDRESS__)
   (void)size, (void)alignment;
   return NULL;
 #else
+  static uintptr_t mm_os_hint_next;
   uintptr_t span = (size + alignment - 1) & ~(uintptr_t)(alignment - 1);
   uintptr_t hint = MM_OS_HINT_BASE + mm_atomic_fetch_add(&mm_os_hint_next, span) % MM_OS_HINT_AREA;
   void *p = mm_os_map((void *)hint, size, PROT_READ | PROT_WRITE, 0);
