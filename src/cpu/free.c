@@ -1,7 +1,7 @@
 /* manymalloc cpu: free and its slow path.
  *
  * The fast path (mm_free_inline in internal.h) pushes the block on its
- * page's local_free list when the calling thread owns the segment.  Here:
+ * page's free list when the calling thread owns the segment.  Here:
  * frees into full pages, frees from other threads (or from a thread whose
  * heap is gone) and large blocks. */
 #include "internal.h"

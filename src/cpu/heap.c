@@ -60,19 +60,34 @@ void mm_heap_queue_push_front(mm_heap_t *heap, mm_page_t *page) {
   if (!page->in_full) mm_heap_direct_update(heap, page->size_class);
 }
 
+static void mm_heap_queue_push_back(mm_heap_t *heap, mm_page_t *page) {
+  mm_page_queue_t *q = mm_heap_queue_of(heap, page);
+  if (q->last == NULL) {
+    mm_heap_queue_push_front(heap, page);
+    return;
+  }
+  page->next = NULL;
+  page->prev = q->last;
+  q->last->next = page;
+  q->last = page;
+}
+
 static void mm_heap_page_to_full(mm_heap_t *heap, mm_page_t *page) {
   mm_heap_queue_remove(heap, page);
   page->in_full = 1;
   mm_heap_queue_push_front(heap, page);
 }
 
-/* Moves a page from heap->full back to its class queue, unless a remote
- * thread is still notifying about it (the drain of delayed_free retries). */
+/* Moves a page from heap->full back to the end of its class queue, unless
+ * a remote thread is still notifying about it (the drain of delayed_free
+ * retries).  At the end, not the front: a page with one free block would
+ * otherwise become current, fill at once and go back to full, two CAS per
+ * block. */
 void mm_heap_page_unfull(mm_heap_t *heap, mm_page_t *page) {
   if (!mm_page_try_clear_delayed(page)) return;
   mm_heap_queue_remove(heap, page);
   page->in_full = 0;
-  mm_heap_queue_push_front(heap, page);
+  mm_heap_queue_push_back(heap, page);
 }
 
 /* ---------------------------------------------------------------------------

@@ -140,8 +140,8 @@ static inline void mm_free_inline(void *p) {
   mm_heap_t *heap = mm_heap_tls;
   if (mm_likely(seg->heap == heap && !page->in_full)) {
     mm_block_t *block = (mm_block_t *)p;
-    block->next = page->local_free;
-    page->local_free = block;
+    block->next = page->free;
+    page->free = block;
     heap->stats.blocks[page->size_class]--;
     if (mm_unlikely(--page->used == 0)) mm_page_retire(page);
     return;

@@ -4,9 +4,10 @@
  * their size, so `(p - 1) & ~(MM_SEGMENT_SIZE - 1)` finds the header of any
  * block p in O(1).  A segment belongs to one thread heap and is cut into
  * pages of one size (256 KiB for small blocks, 512 KiB for medium ones, the
- * whole segment for big ones); a page serves one size class and keeps three
- * free lists (free, local_free, xthread_free).  Blocks above MM_SIZE_CLASS_MAX get a mapping of their own
- * whose first bytes are the same segment header, of kind MM_SEGMENT_LARGE.
+ * whole segment for big ones); a page serves one size class and keeps two
+ * free lists (free for its owner, xthread_free for other threads).  Blocks
+ * above MM_SIZE_CLASS_MAX get a mapping of their own whose first bytes are
+ * the same segment header, of kind MM_SEGMENT_LARGE.
  * docs/cpu-design.md draws the layout. */
 #ifndef MM_CPU_TYPES_H
 #define MM_CPU_TYPES_H
@@ -56,12 +57,11 @@ typedef enum mm_delayed_e {
 
 /* A page: blocks of one size class carved from part of a segment. */
 struct mm_page_s {
-  mm_block_t *free;       /* blocks ready for malloc (owner only; the fast path pops here) */
+  mm_block_t *free;       /* blocks ready for malloc and freed by the owner (owner only, LIFO) */
   uint32_t used;          /* blocks handed out and not yet seen freed by the owner */
   uint8_t in_full;        /* page sits in heap->full, not in its class queue */
   uint8_t size_class;     /* class index, for queues and stats */
   uint16_t index;         /* slot in its segment */
-  mm_block_t *local_free; /* blocks freed by the owner, merged into `free` when it runs dry */
   uintptr_t xthread_free; /* atomic: blocks freed by other threads | mm_delayed_t tag */
   size_t block_size;      /* bytes per block (0: slot is not in use) */
   uint8_t *start;         /* first block */
