@@ -115,6 +115,18 @@ void mm_page_free_local_slow(mm_segment_t *seg, mm_page_t *page, mm_block_t *blo
   if (page->used == 0) mm_page_retire(page);
 }
 
+/* An empty page of big blocks (a whole segment) that stays: all but its
+ * first block go back to the OS and will be carved afresh, so a freed
+ * 1 MiB block does not stay resident; the first block stays for a
+ * malloc/free loop, which then makes no system call. */
+static void mm_page_shrink(mm_page_t *page) {
+  if (page->block_size <= MM_MEDIUM_BLOCK_MAX || page->capacity <= 1) return;
+  mm_os_purge(page->start + page->block_size, (page->capacity - 1) * page->block_size);
+  page->free = (mm_block_t *)page->start;
+  page->free->next = NULL;
+  page->capacity = 1;
+}
+
 /* The page has no live block.  The only page of its class stays (so a
  * malloc/free loop at a page boundary does not map and unmap); any other
  * goes back to its segment. */
@@ -123,7 +135,10 @@ void mm_page_retire(mm_page_t *page) {
   mm_heap_t *heap = seg->heap;
   if (page->in_full) return; /* still parked: a notifying thread may hold it */
   mm_page_queue_t *q = &heap->queues[page->size_class];
-  if (q->first == page && page->next == NULL) return;
+  if (q->first == page && page->next == NULL) {
+    mm_page_shrink(page);
+    return;
+  }
   mm_heap_queue_remove(heap, page);
   mm_segment_page_free(heap, page);
 }
