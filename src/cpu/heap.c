@@ -184,10 +184,11 @@ static mm_heap_t *mm_heap_create(void) {
   return heap;
 }
 
-/* A heap for a new thread: an orphan if there is one, else a fresh one. */
-mm_heap_t *mm_heap_acquire(void) {
+/* A heap for a new thread: an orphan if there is one (and `adopt`), else a
+ * fresh one. */
+mm_heap_t *mm_heap_acquire(bool adopt) {
   uintptr_t orphan;
-  if (mm_seq_fifo_pop(&mm_orphans, &orphan)) return (mm_heap_t *)orphan;
+  if (adopt && mm_seq_fifo_pop(&mm_orphans, &orphan)) return (mm_heap_t *)orphan;
   return mm_heap_create();
 }
 

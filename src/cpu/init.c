@@ -47,11 +47,11 @@ static void mm_process_init(void) {
   pthread_key_create(&mm_thread_key, mm_thread_done);
 }
 
-/* Gives the calling thread a heap; NULL (errno ENOMEM) when there is no
- * memory for one, in which case the thread stays on mm_heap_empty. */
-mm_heap_t *mm_thread_init(void) {
+/* Gives the calling thread a heap, an orphan if `adopt`; NULL (errno ENOMEM)
+ * when there is no memory for one: the thread stays on mm_heap_empty. */
+static mm_heap_t *mm_thread_start(bool adopt) {
   pthread_once(&mm_process_once, mm_process_init);
-  mm_heap_t *heap = mm_heap_acquire();
+  mm_heap_t *heap = mm_heap_acquire(adopt);
   if (heap == NULL) return NULL;
   mm_heap_tls = heap;
   pthread_setspecific(mm_thread_key, heap);
@@ -60,9 +60,15 @@ mm_heap_t *mm_thread_init(void) {
 
 /* Also at load time, so that options (checked mode) hold even for a free
  * that comes before the first malloc. */
-/* A heap for a thread whose first call is a free; NULL after its exit. */
+mm_heap_t *mm_thread_init(void) {
+  return mm_thread_start(true);
+}
+
+/* A heap for a thread whose first call is a free; NULL after its exit.  A
+ * fresh one: an orphan's pages would sit unused under a thread that may
+ * never malloc. */
 mm_heap_t *mm_thread_init_on_free(void) {
-  return mm_thread_exited ? NULL : mm_thread_init();
+  return mm_thread_exited ? NULL : mm_thread_start(false);
 }
 
 __attribute__((constructor)) static void mm_process_start(void) {
