@@ -16,6 +16,9 @@ LANES = [1, 2, 4, 8, 16, 32]
 BUFFERS = [1, 2, 4, 8, 16, 32]
 THREADS = [4 ** k for k in range(11)]
 NAMES = {"xmc": "manymalloc", "cuda": "CUDA malloc", "gallatin": "Gallatin"}
+# One colour per series in every panel; ablations share the fourth.
+COLORS = {"manymalloc": "C0", "CUDA malloc": "C1", "Gallatin": "C2",
+          "manymalloc, no coalescing": "C3", "manymalloc, no superblocks": "C3"}
 
 # The issue's targets: (label, bench, param, metric, CUDA there, Gallatin there,
 # goal, direction). Measured there on an H200 with 2^20 threads.
@@ -36,10 +39,11 @@ GOALS = [
 def load(paths):
     """Rows keyed by (bench, alloc, config, param, metric); meta lines; allocators seen."""
     rows, meta, allocs = {}, [], []
-    for path in paths:
+    for i, path in enumerate(paths):
         with open(path) as f:
             lines = [l for l in f if l.strip()]
-        meta += [l[1:].strip() for l in lines if l.startswith("#")]
+        origin = f"{os.path.basename(path)}: " if i else ""
+        meta += [origin + l[1:].strip() for l in lines if l.startswith("#")]
         for r in csv.DictReader(l for l in lines if not l.startswith("#")):
             r["param"] = int(r["param"])
             rows[(r["bench"], r["alloc"], r["config"], r["param"], r["metric"])] = r
@@ -199,7 +203,7 @@ def problems_section(rows):
 
 def write_report(res, rows, meta, allocs, out):
     cols = columns(allocs)
-    parts = ["# manymalloc GPU benchmarks\n\n" + "".join(f"- {m}\n" for m in dict.fromkeys(meta)),
+    parts = ["# manymalloc GPU benchmarks\n\n" + "".join(f"- {m}\n" for m in meta),
              "Every figure is the median of 5 timed runs after a warm-up (CUDA events around each "
              "kernel; the heap re-initialized or fully freed between runs). '(n runs)': a slow case "
              "got fewer runs within its time cap; 'failed'/'timeout': the case's child process died "
@@ -217,7 +221,10 @@ def write_report(res, rows, meta, allocs, out):
              scaling_section(res, allocs),
              alloc_all_section(res, allocs),
              sweep_section(res, "Fragmentation: fraction of a 256 MiB heap handed out before "
-                           "each thread's first NULL (2^20 threads, one run on a fresh heap)", "fill", SIZES, size_label, "heap_fraction", cols),
+                           "each thread's first NULL (2^20 threads, one run on a fresh heap)\n\n"
+                           "Each thread stops at its own first NULL: an allocator that says NULL "
+                           "while memory is still free (under contention, or with memory held for "
+                           "other sizes) scores low here", "fill", SIZES, size_label, "heap_fraction", cols),
              problems_section(rows)]
     with open(os.path.join(out, "report.md"), "w") as f:
         f.write("\n".join(parts))
@@ -236,7 +243,7 @@ def plot(res, allocs, out):
         pts = [(x, res.value(bench, alloc, config, x, metric)) for x in xs]
         pts = [(x, y) for x, y in pts if y is not None]
         if pts:
-            a.plot(*zip(*pts), marker="o", label=label)
+            a.plot(*zip(*pts), marker="o", label=label, color=COLORS.get(label))
 
     a = ax[0][0]
     for label, alloc, config in series + [("manymalloc, no coalescing", "xmc", "nocoal")]:
@@ -248,7 +255,7 @@ def plot(res, allocs, out):
     pts = [(b, res.value("milthreads", "xmc", f"buf{b}", 32, "ns_per_pair")) for b in BUFFERS]
     pts = [(x, y) for x, y in pts if y is not None]
     if pts:
-        a.plot(*zip(*pts), marker="o", label="manymalloc, MilThreads 32 lanes")
+        a.plot(*zip(*pts), marker="o", label="manymalloc, MilThreads 32 lanes", color="C0")
     a.set(title="FIFO buffers per size class (32 lanes)", xlabel="buffers per class",
           ylabel="ns per pair")
     a.set_xscale("log", base=2)
@@ -258,7 +265,7 @@ def plot(res, allocs, out):
         pts = [(t, res.value("scaling", alloc, config, t, "ns_per_pair")) for t in THREADS]
         pts = [(t, one / v) for t, v in pts if v and one]
         if pts:
-            a.plot(*zip(*pts), marker="o", label=label)
+            a.plot(*zip(*pts), marker="o", label=label, color=COLORS.get(label))
     a.set(title="Thread scaling (8 B pairs)", xlabel="threads", ylabel="speedup over 1 thread",
           xscale="log", yscale="log")
     fixed = SIZES[:-1]
