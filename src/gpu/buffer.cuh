@@ -82,16 +82,16 @@ __device__ inline char *xmc_buffer_scavenge_warp(unsigned group, int cls) {
   const xmc_heap &h = xmc_g_heap;
   char *chunk = nullptr;
   for (unsigned r = 0; h.buffering && r < h.num_buffers; ++r) {
-    unsigned want = __ballot_sync(group, !chunk);
+    unsigned want = xmc_warp_ballot(group, !chunk);
     if (!want) return chunk;
     if (!chunk) {
       uint32_t ref = xmc_fifo_dequeue_warp(&h.buffers[cls * h.num_buffers + r], want);
       if (ref != xmc_nil) chunk = xmc_deref(ref);
     }
   }
-  unsigned want = __ballot_sync(group, !chunk);
+  unsigned want = xmc_warp_ballot(group, !chunk);
   if (want && !chunk) chunk = xmc_chunk_source_warp(want, cls, true);
-  want = __ballot_sync(group, !chunk);
+  want = xmc_warp_ballot(group, !chunk);
   if (want && !chunk) {
     const int leader = xmc_warp_leader(want);
     bool reclaimed = (int)xmc_lane_id() == leader && xmc_reclaim();
@@ -108,9 +108,9 @@ __device__ inline char *xmc_buffer_get_warp(unsigned group, int cls) {
     uint32_t ref = xmc_fifo_dequeue_warp(xmc_buffer_of(cls, xmc_warp_salt()), group);
     if (ref != xmc_nil) chunk = xmc_deref(ref);
   }
-  unsigned want = __ballot_sync(group, !chunk);
+  unsigned want = xmc_warp_ballot(group, !chunk);
   if (want && !chunk) chunk = xmc_chunk_source_warp(want, cls, false);
-  want = __ballot_sync(group, !chunk);
+  want = xmc_warp_ballot(group, !chunk);
   if (want && !chunk) chunk = xmc_buffer_scavenge_warp(want, cls);
   if (chunk) atomicOr((unsigned long long *)xmc_chunk_tag(chunk), xmc_tag::live);
   return chunk;

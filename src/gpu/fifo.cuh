@@ -76,7 +76,7 @@ __device__ inline uint32_t xmc_fifo_dequeue_warp(xmc_fifo *f, unsigned group) {
       m = xmc_atomic64(f->slots[seq & f->mask]).load(cuda::memory_order_acquire);
     bool stale = rank < take && xmc_msg_seq(m) != seq;
     bool committed = false;
-    if (__ballot_sync(group, stale) == 0 && is_leader)
+    if (xmc_warp_ballot(group, stale) == 0 && is_leader)
       committed = head.compare_exchange_strong(h, h + take, cuda::memory_order_acq_rel,
                                                cuda::memory_order_relaxed);
     if (__shfl_sync(group, committed, leader))

