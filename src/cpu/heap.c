@@ -98,7 +98,6 @@ void mm_heap_page_unfull(mm_heap_t *heap, mm_page_t *page) {
  * pages found full move to heap->full on the way.  NULL only when the OS
  * refuses memory. */
 mm_page_t *mm_heap_find_page(mm_heap_t *heap, unsigned size_class) {
-  mm_free_remote_flush(heap);
   mm_page_queue_t *q = &heap->queues[size_class];
   mm_page_t *page = q->first;
   while (page != NULL) {
@@ -153,7 +152,6 @@ void mm_heap_delayed_drain(mm_heap_t *heap) {
  * (and empty segments to the cache).  With release_all the one page per
  * class that mm_page_retire keeps goes too. */
 void mm_heap_collect(mm_heap_t *heap, bool release_all) {
-  mm_free_remote_flush(heap);
   mm_heap_delayed_drain(heap);
   for (mm_page_t *page = heap->full.first, *next; page != NULL; page = next) {
     next = page->next;

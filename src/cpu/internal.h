@@ -64,7 +64,7 @@ bool mm_page_extend(mm_page_t *page);
 bool mm_page_try_mark_full(mm_page_t *page);
 bool mm_page_try_clear_delayed(mm_page_t *page);
 void mm_page_retire(mm_page_t *page);
-void mm_page_free_remote(mm_page_t *page, mm_block_t *head, mm_block_t *tail);
+void mm_page_free_remote(mm_page_t *page, mm_block_t *block);
 void mm_page_free_local_slow(mm_segment_t *seg, mm_page_t *page, mm_block_t *block);
 
 /* ---- segment.c ---- */
@@ -82,7 +82,6 @@ void *mm_large_realloc(mm_segment_t *seg, void *p, size_t size);
 /* ---- alloc.c / free.c slow paths ---- */
 void *mm_malloc_generic(mm_heap_t *heap, size_t size) MM_NOINLINE;
 void mm_free_generic(mm_segment_t *seg, mm_page_t *page, void *p) MM_NOINLINE;
-void mm_free_remote_flush(mm_heap_t *heap);
 void *mm_malloc_aligned(size_t size, size_t alignment);
 size_t mm_usable_size(const void *p);
 

@@ -77,11 +77,10 @@ bool mm_page_try_clear_delayed(mm_page_t *page) {
   }
 }
 
-/* Frees by a thread that does not own the page: the blocks head..tail,
- * already linked.  They stay counted in page->used until the owner collects
- * them, so the page cannot be retired while this runs; with
- * MM_DELAYED_BUSY set it cannot even be collected. */
-void mm_page_free_remote(mm_page_t *page, mm_block_t *head, mm_block_t *tail) {
+/* A free by a thread that does not own the page.  The block stays counted
+ * in page->used until the owner collects it, so the page cannot be retired
+ * while this runs; with MM_DELAYED_BUSY set it cannot even be collected. */
+void mm_page_free_remote(mm_page_t *page, mm_block_t *block) {
   uintptr_t x = mm_atomic_load_relaxed(&page->xthread_free), desired;
   bool notify;
   do {
@@ -89,8 +88,8 @@ void mm_page_free_remote(mm_page_t *page, mm_block_t *head, mm_block_t *tail) {
     if (notify) {
       desired = (x & ~MM_DELAYED_MASK) | MM_DELAYED_BUSY;
     } else {
-      tail->next = mm_xthread_list(x);
-      desired = (uintptr_t)head | mm_xthread_tag(x);
+      block->next = mm_xthread_list(x);
+      desired = (uintptr_t)block | mm_xthread_tag(x);
     }
   } while (!mm_atomic_cas(&page->xthread_free, &x, desired));
   if (!notify) return;
@@ -98,8 +97,8 @@ void mm_page_free_remote(mm_page_t *page, mm_block_t *head, mm_block_t *tail) {
   mm_heap_t *heap = mm_segment_of(page->start)->heap;
   uintptr_t delayed = mm_atomic_load_relaxed(&heap->delayed_free);
   do {
-    tail->next = (mm_block_t *)delayed;
-  } while (!mm_atomic_cas(&heap->delayed_free, &delayed, (uintptr_t)head));
+    block->next = (mm_block_t *)delayed;
+  } while (!mm_atomic_cas(&heap->delayed_free, &delayed, (uintptr_t)block));
 
   x = mm_atomic_load_relaxed(&page->xthread_free);
   while (!mm_atomic_cas(&page->xthread_free, &x, x & ~MM_DELAYED_MASK)) {}

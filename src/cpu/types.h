@@ -34,9 +34,6 @@
 #define MM_DIRECT_MAX          ((size_t)1024)                   /* sizes served by heap->direct */
 #define MM_DIRECT_COUNT        (MM_DIRECT_MAX / MM_ALIGNMENT + 1)
 #define MM_EXTEND_BYTES        ((size_t)8 * 1024)               /* free-list growth per step */
-#define MM_REMOTE_BATCH        16                               /* remote frees pushed at once */
-#define MM_REMOTE_SLOTS        8                                /* pages batched at once per thread */
-#define MM_REMOTE_BLOCK_MAX    ((size_t)1024)                   /* larger blocks are not batched */
 
 typedef struct mm_block_s mm_block_t;
 typedef struct mm_page_s mm_page_t;
@@ -108,15 +105,6 @@ typedef struct mm_page_queue_s {
   mm_page_t *last;
 } mm_page_queue_t;
 
-/* Small blocks freed by this thread into one foreign page, linked, to be
- * pushed on the page's xthread_free with one CAS. */
-typedef struct mm_remote_batch_s {
-  mm_page_t *page;   /* NULL: slot unused */
-  mm_block_t *head;
-  mm_block_t *tail;
-  uint32_t count;
-} mm_remote_batch_t;
-
 /* Per-thread statistics, summed over all heaps on demand. */
 typedef struct mm_heap_stats_s {
   intptr_t blocks[MM_SIZE_CLASS_COUNT]; /* blocks malloc'ed minus blocks freed by this thread */
@@ -132,7 +120,6 @@ struct mm_heap_s {
   mm_page_queue_t full;                        /* pages found full; remote frees notify */
   uintptr_t delayed_free;                      /* atomic: blocks freed remotely into full pages */
   mm_segment_t *segments[MM_SEGMENT_KINDS];    /* segments with free page slots, per kind */
-  mm_remote_batch_t remote[MM_REMOTE_SLOTS];   /* remote frees waiting to be pushed */
   mm_heap_stats_t stats;
   mm_heap_t *all_next;                         /* link in the list of all heaps (never removed) */
 };
