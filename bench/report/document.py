@@ -42,7 +42,8 @@ def _case_lines(config, allocs, cases, med, figures, noise):
     lines += ["", "## Time", "",
               "Median seconds of the timed region; in brackets the peer's time over manymalloc's "
               "(above 1: manymalloc is faster)."
-              + (f" Typical spread of a cell, (max - min) / median of its repetitions: {noise * 100:.0f}%." if noise else ""),
+              + (f" Typical deviation of a repetition from its cell's median: {noise * 100:.1f}%"
+                 " (median absolute deviation over median, median over the cells)." if noise else ""),
               "",
               summary.render_md(*summary.time_rows(med, names, threads, allocs)), "",
               f"![time vs threads]({figures['time']})", "", f"![speedup over glibc]({figures['speedup']})", ""]

@@ -28,13 +28,18 @@ def medians(runs):
 
 
 def spread(runs):
-    """The typical noise of a cell: the median over all cells of the
-    repetitions' (max - min) / median time."""
+    """The typical noise of a cell: the median over all cells of the median
+    absolute deviation of the repetitions' times from their median, relative
+    to that median (robust to the odd disturbed repetition, as the medians)."""
     groups = defaultdict(list)
     for r in runs:
         if r["ok"]:
             groups[(r["case"], r["threads"], r["allocator"])].append(r["seconds"])
-    rel = [(max(v) - min(v)) / statistics.median(v) for v in groups.values() if len(v) > 1 and statistics.median(v) > 0]
+    rel = []
+    for v in groups.values():
+        m = statistics.median(v)
+        if len(v) > 1 and m > 0:
+            rel.append(statistics.median(abs(x - m) for x in v) / m)
     return statistics.median(rel) if rel else None
 
 
