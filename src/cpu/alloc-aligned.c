@@ -17,5 +17,5 @@ void *mm_malloc_aligned(size_t size, size_t alignment) {
   }
   mm_heap_t *heap = mm_heap_tls;
   if (heap == &mm_heap_empty && mm_thread_init() == NULL) return NULL;
-  return mm_large_alloc(size, alignment);
+  return mm_large_alloc(size, alignment, false);
 }

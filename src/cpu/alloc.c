@@ -27,7 +27,7 @@ void *mm_malloc_generic(mm_heap_t *heap, size_t size) {
     heap = mm_thread_init();
     if (heap == NULL) return NULL;
   }
-  if (size > MM_SIZE_CLASS_MAX) return mm_large_alloc(size, MM_ALIGNMENT);
+  if (size > MM_SIZE_CLASS_MAX) return mm_large_alloc(size, MM_ALIGNMENT, false);
   if (mm_unlikely(mm_atomic_load_relaxed(&heap->delayed_free) != 0)) mm_heap_delayed_drain(heap);
   return mm_malloc_from_class(heap, mm_size_class_of(size));
 }
@@ -46,10 +46,9 @@ MM_EXPORT void *mm_calloc(size_t count, size_t size) {
     errno = ENOMEM;
     return NULL;
   }
+  if (total > MM_SIZE_CLASS_MAX) return mm_large_alloc(total, MM_ALIGNMENT, true); /* fresh: zero */
   void *p = mm_malloc_inline(total);
-  if (p == NULL) return NULL;
-  /* fresh mappings of large blocks are zero already */
-  if (total <= MM_SIZE_CLASS_MAX) memset(p, 0, total);
+  if (p != NULL) memset(p, 0, total);
   return p;
 }
 

@@ -43,6 +43,7 @@ static void mm_process_init(void) {
   mm_options_init();
   mm_checked_init();
   mm_segment_cache_init();
+  mm_large_cache_init();
   mm_heaps_init();
   pthread_key_create(&mm_thread_key, mm_thread_done);
 }
@@ -83,4 +84,5 @@ MM_EXPORT void mm_collect(void) {
   mm_heap_t *heap = mm_heap_tls;
   if (heap != &mm_heap_empty) mm_heap_collect(heap, true);
   mm_segment_cache_purge();
+  mm_large_cache_purge();
 }

@@ -75,7 +75,9 @@ void mm_segment_cache_purge(void);
 uint8_t *mm_segment_page_area(const mm_segment_t *seg, size_t index, size_t *size);
 
 /* ---- large.c ---- */
-void *mm_large_alloc(size_t size, size_t alignment);
+void *mm_large_alloc(size_t size, size_t alignment, bool zero);
+void mm_large_cache_init(void);
+void mm_large_cache_purge(void);
 void mm_large_free(mm_segment_t *seg);
 void *mm_large_realloc(mm_segment_t *seg, void *p, size_t size);
 
