@@ -114,16 +114,18 @@ void mm_page_free_local_slow(mm_segment_t *seg, mm_page_t *page, mm_block_t *blo
   if (page->used == 0) mm_page_retire(page);
 }
 
-/* An empty page of big blocks (a whole segment) that stays: all but its
- * first block go back to the OS and will be carved afresh, so a freed
- * 1 MiB block does not stay resident; the first block stays for a
- * malloc/free loop, which then makes no system call. */
+/* An empty page of big blocks (a whole segment) that stays keeps its first
+ * MM_KEEP_BYTES of blocks (at least one) for a malloc/free loop, which then
+ * makes no system call; the rest goes back to the OS and will be carved
+ * afresh, so freed big blocks do not stay resident. */
 static void mm_page_shrink(mm_page_t *page) {
-  if (page->block_size <= MM_MEDIUM_BLOCK_MAX || page->capacity <= 1) return;
-  mm_os_purge(page->start + page->block_size, (page->capacity - 1) * page->block_size);
-  page->free = (mm_block_t *)page->start;
-  page->free->next = NULL;
-  page->capacity = 1;
+  uint32_t keep = (uint32_t)(MM_KEEP_BYTES / page->block_size);
+  if (keep == 0) keep = 1;
+  if (page->block_size <= MM_MEDIUM_BLOCK_MAX || page->capacity <= keep) return;
+  mm_os_purge(page->start + keep * page->block_size, (page->capacity - keep) * page->block_size);
+  page->free = NULL;
+  page->capacity = 0;
+  while (page->capacity < keep) mm_page_extend(page);
 }
 
 /* The page has no live block.  The only page of its class stays (so a

@@ -34,6 +34,7 @@
 #define MM_DIRECT_MAX          ((size_t)1024)                   /* sizes served by heap->direct */
 #define MM_DIRECT_COUNT        (MM_DIRECT_MAX / MM_ALIGNMENT + 1)
 #define MM_EXTEND_BYTES        ((size_t)8 * 1024)               /* free-list growth per step */
+#define MM_KEEP_BYTES          ((size_t)1024 * 1024)            /* kept by an empty page of big blocks */
 
 typedef struct mm_block_s mm_block_t;
 typedef struct mm_page_s mm_page_t;
