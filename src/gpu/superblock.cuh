@@ -78,7 +78,6 @@ __device__ inline xmc_mb *xmc_sb_create(int cls, unsigned k, uint32_t *taken) {
   uint32_t region = xmc_tag::region(mb->tag);
   for (unsigned i = 0; i < xmc_sb_blocks; ++i)
     ((uint64_t *)xmc_sb_block(mb, cls, i))[3] = xmc_tag::make(xmc_kind_basic, cls, i, region);
-  xmc_sb_of(mb)->cls = cls;
   uint32_t take = k >= xmc_sb_blocks ? xmc_sb_full : (1u << k) - 1;
   uint32_t left = xmc_sb_full & ~take;
   xmc_atomic64(xmc_sb_of(mb)->state).store(left ? (left | xmc_sb_inbuf) : 0, cuda::memory_order_release);

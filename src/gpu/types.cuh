@@ -84,8 +84,7 @@ static_assert(sizeof(xmc_mb) == xmc_chunk_header, "memoryblock header is one chu
 // Basicblocks follow at mb + 64, each a chunk (32-byte header, then payload).
 struct xmc_sb {
   uint64_t state;        // bits 0..31: Basicblocks available; bit 32: in a second-level buffer
-  uint32_t cls;
-  uint32_t pad[5];
+  uint64_t pad[3];       // the class is in the Memoryblock's tag
 };
 static_assert(sizeof(xmc_sb) == 32, "superblock header fills the rest of the first unit");
 constexpr uint64_t xmc_sb_inbuf = (uint64_t)1 << 32;
