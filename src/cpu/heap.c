@@ -11,12 +11,17 @@
 
 mm_heap_t *mm_heaps_all; /* every heap ever created, linked by all_next (push only) */
 
+/* Heaps without an owner: those that own pages (adopted first, so their
+ * memory is used again) and those that own none. */
 #define MM_ORPHAN_CAPACITY 1024
 static mm_fifo_cell_t mm_orphan_cells[MM_ORPHAN_CAPACITY];
+static mm_fifo_cell_t mm_idle_cells[MM_ORPHAN_CAPACITY];
 static mm_seq_fifo_t mm_orphans;
+static mm_seq_fifo_t mm_idle;
 
 void mm_heaps_init(void) {
   mm_seq_fifo_init(&mm_orphans, mm_orphan_cells, MM_ORPHAN_CAPACITY);
+  mm_seq_fifo_init(&mm_idle, mm_idle_cells, MM_ORPHAN_CAPACITY);
 }
 
 /* ---------------------------------------------------------------------------
@@ -149,8 +154,10 @@ void mm_heap_delayed_drain(mm_heap_t *heap) {
  * ------------------------------------------------------------------------- */
 
 /* Merges all pending frees and returns every empty page to its segment
- * (and empty segments to the cache).  With release_all the one page per
- * class that mm_page_retire keeps goes too. */
+ * (and empty segments to the cache), except the one page per class of
+ * small and medium blocks that mm_page_retire keeps, which goes too with
+ * release_all.  A kept page of big blocks is a whole segment: an orphaned
+ * heap must not hold one per class. */
 void mm_heap_collect(mm_heap_t *heap, bool release_all) {
   mm_heap_delayed_drain(heap);
   for (mm_page_t *page = heap->full.first, *next; page != NULL; page = next) {
@@ -162,7 +169,8 @@ void mm_heap_collect(mm_heap_t *heap, bool release_all) {
     for (mm_page_t *page = heap->queues[c].first, *next; page != NULL; page = next) {
       next = page->next;
       mm_page_collect(page);
-      if (page->used == 0 && (release_all || page != heap->queues[c].first || next != NULL)) {
+      bool kept = page == heap->queues[c].first && next == NULL && page->block_size <= MM_MEDIUM_BLOCK_MAX;
+      if (page->used == 0 && (release_all || !kept)) {
         mm_heap_queue_remove(heap, page);
         mm_segment_page_free(heap, page);
       }
@@ -182,17 +190,24 @@ static mm_heap_t *mm_heap_create(void) {
   return heap;
 }
 
-/* A heap for a new thread: an orphan if there is one (and `adopt`), else a
- * fresh one. */
+/* A heap for a new thread: an orphan that owns pages if `adopt` and there
+ * is one, else an idle heap, else a fresh one. */
 mm_heap_t *mm_heap_acquire(bool adopt) {
-  uintptr_t orphan;
-  if (adopt && mm_seq_fifo_pop(&mm_orphans, &orphan)) return (mm_heap_t *)orphan;
+  uintptr_t heap;
+  if (adopt && mm_seq_fifo_pop(&mm_orphans, &heap)) return (mm_heap_t *)heap;
+  if (mm_seq_fifo_pop(&mm_idle, &heap)) return (mm_heap_t *)heap;
   return mm_heap_create();
 }
 
+static bool mm_heap_owns_pages(const mm_heap_t *heap) {
+  for (unsigned c = 0; c < MM_SIZE_CLASS_COUNT; c++)
+    if (heap->stats.pages[c] != 0) return true;
+  return false;
+}
+
 /* The owning thread is done with the heap (it no longer is mm_heap_tls).
- * If the orphan queue is full the heap stays unowned for good; frees into
- * it still work through the remote path. */
+ * If its queue is full the heap stays unowned for good; frees into it
+ * still work through the remote path. */
 void mm_heap_release(mm_heap_t *heap) {
-  mm_seq_fifo_push(&mm_orphans, (uintptr_t)heap);
+  mm_seq_fifo_push(mm_heap_owns_pages(heap) ? &mm_orphans : &mm_idle, (uintptr_t)heap);
 }

@@ -5,9 +5,10 @@
  * initialise everything.  A thread starts on mm_heap_empty, whose direct
  * entries all name an empty page: its first malloc falls to the slow path,
  * which gives it a heap; its frees take the remote path until then.  When
- * the thread exits, a pthread key destructor collects the heap, puts the
- * thread back on mm_heap_empty (so frees from later TLS destructors still
- * work) and orphans the heap.
+ * the thread exits, a pthread key destructor collects the heap (keeping the
+ * one warm page per class that a running heap keeps, for the thread that
+ * adopts it next), puts the thread back on mm_heap_empty (so frees from
+ * later TLS destructors still work) and orphans the heap.
  *
  * fork: the allocator holds no lock, so no atfork handler is needed; in the
  * child the forking thread keeps its heap, and blocks of the parent's other
@@ -34,7 +35,7 @@ static pthread_key_t mm_thread_key;
 static void mm_thread_done(void *value) {
   mm_heap_t *heap = value;
   mm_thread_exited = true;
-  mm_heap_collect(heap, true);
+  mm_heap_collect(heap, false);
   mm_heap_tls = &mm_heap_empty;
   mm_heap_release(heap);
 }
