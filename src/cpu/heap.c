@@ -190,11 +190,11 @@ static mm_heap_t *mm_heap_create(void) {
   return heap;
 }
 
-/* A heap for a new thread: an orphan that owns pages if `adopt` and there
- * is one, else an idle heap, else a fresh one. */
-mm_heap_t *mm_heap_acquire(bool adopt) {
+/* A heap for a new thread: an orphan that owns pages if there is one, else
+ * an idle heap, else a fresh one. */
+mm_heap_t *mm_heap_acquire(void) {
   uintptr_t heap;
-  if (adopt && mm_seq_fifo_pop(&mm_orphans, &heap)) return (mm_heap_t *)heap;
+  if (mm_seq_fifo_pop(&mm_orphans, &heap)) return (mm_heap_t *)heap;
   if (mm_seq_fifo_pop(&mm_idle, &heap)) return (mm_heap_t *)heap;
   return mm_heap_create();
 }

@@ -49,11 +49,11 @@ static void mm_process_init(void) {
   pthread_key_create(&mm_thread_key, mm_thread_done);
 }
 
-/* Gives the calling thread a heap, an orphan if `adopt`; NULL (errno ENOMEM)
- * when there is no memory for one: the thread stays on mm_heap_empty. */
-static mm_heap_t *mm_thread_start(bool adopt) {
+/* Gives the calling thread a heap; NULL (errno ENOMEM) when there is no
+ * memory for one, in which case the thread stays on mm_heap_empty. */
+mm_heap_t *mm_thread_init(void) {
   pthread_once(&mm_process_once, mm_process_init);
-  mm_heap_t *heap = mm_heap_acquire(adopt);
+  mm_heap_t *heap = mm_heap_acquire();
   if (heap == NULL) return NULL;
   mm_heap_tls = heap;
   pthread_setspecific(mm_thread_key, heap);
@@ -62,15 +62,12 @@ static mm_heap_t *mm_thread_start(bool adopt) {
 
 /* Also at load time, so that options (checked mode) hold even for a free
  * that comes before the first malloc. */
-mm_heap_t *mm_thread_init(void) {
-  return mm_thread_start(true);
-}
-
-/* A heap for a thread whose first call is a free; NULL after its exit.  A
- * fresh one: an orphan's pages would sit unused under a thread that may
- * never malloc. */
+/* A heap for a thread whose first call is a free; NULL after its exit.
+ * It adopts like any other: threads that free first and then malloc (a
+ * generation taking over its predecessor's blocks) must find the
+ * orphans' memory. */
 mm_heap_t *mm_thread_init_on_free(void) {
-  return mm_thread_exited ? NULL : mm_thread_start(false);
+  return mm_thread_exited ? NULL : mm_thread_init();
 }
 
 __attribute__((constructor)) static void mm_process_start(void) {

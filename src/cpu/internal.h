@@ -46,7 +46,7 @@ mm_heap_t *mm_thread_init(void);
 mm_heap_t *mm_thread_init_on_free(void);
 
 /* ---- heap.c ---- */
-mm_heap_t *mm_heap_acquire(bool adopt);
+mm_heap_t *mm_heap_acquire(void);
 void mm_heap_release(mm_heap_t *heap);
 void mm_heap_collect(mm_heap_t *heap, bool release_all);
 void mm_heap_delayed_drain(mm_heap_t *heap);

@@ -1,4 +1,3 @@
-// LEAD NOTE (remove this line): device time nearly spent; DO NOT call `run` again, see /tmp/DEVICE-STOP.md
 // gpu/xmalloc.cu: the device API. xmcMalloc sorts the calling lanes: small
 // requests of two or more lanes are coalesced into one chunk, the others are
 // grouped by size class so that one lane acts for each class, and requests

@@ -1,4 +1,3 @@
-// LEAD NOTE (remove this line): device time nearly spent; DO NOT call `run` again, see /tmp/DEVICE-STOP.md
 // tests/gpu/test_xmalloc_stress.cu: many threads at once, under every ablation
 // switch: each block is written whole and checked in a later kernel, live
 // blocks never overlap, diverged warps allocate and free, blocks are freed by
