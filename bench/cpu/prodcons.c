@@ -12,6 +12,7 @@
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <time.h>
 
 #define RING_SIZE  4096   /* power of two, a multiple of RING_BATCH */
 #define RING_BATCH 64     /* blocks moved per index publication */
@@ -49,15 +50,26 @@ static void pair_consume(pair_t *p, size_t at) {
     free(b);
 }
 
-/* With more threads than cores the other side needs this core to make
- * progress, hence the yield while waiting. */
+/* Called while the other side has nothing for us. With more threads than
+ * cores the other side may need this very core: a yield alone does not
+ * reliably hand it over (the scheduler may run the yielder again for the rest
+ * of its slice), so after a few yields the waiter sleeps briefly. */
+static void pair_wait(unsigned *waits) {
+  if (++*waits < 64) {
+    sched_yield();
+  } else {
+    struct timespec pause = { 0, 20000 };
+    nanosleep(&pause, NULL);
+  }
+}
+
 static void pair_run_producer(pair_t *p) {
   uint64_t rng = bench_seed(p->seed, p->index);
   size_t head = 0;
   for (size_t tail = 0; tail < (size_t)p->ops; tail += RING_BATCH) {
-    while (tail + RING_BATCH - head > RING_SIZE) {
+    for (unsigned waits = 0; tail + RING_BATCH - head > RING_SIZE;) {
       head = atomic_load_explicit(&p->head, memory_order_acquire);
-      if (tail + RING_BATCH - head > RING_SIZE) sched_yield();
+      if (tail + RING_BATCH - head > RING_SIZE) pair_wait(&waits);
     }
     for (size_t i = 0; i < RING_BATCH; i++) pair_produce(p, &rng, tail + i);
     atomic_store_explicit(&p->tail, tail + RING_BATCH, memory_order_release);
@@ -67,9 +79,9 @@ static void pair_run_producer(pair_t *p) {
 static void pair_run_consumer(pair_t *p) {
   size_t tail = 0;
   for (size_t head = 0; head < (size_t)p->ops; head += RING_BATCH) {
-    while (tail == head) {
+    for (unsigned waits = 0; tail == head;) {
       tail = atomic_load_explicit(&p->tail, memory_order_acquire);
-      if (tail == head) sched_yield();
+      if (tail == head) pair_wait(&waits);
     }
     for (size_t i = 0; i < RING_BATCH; i++) pair_consume(p, head + i);
     atomic_store_explicit(&p->head, head + RING_BATCH, memory_order_release);
