@@ -70,6 +70,7 @@ MM_EXPORT void *mm_realloc(void *p, size_t size) {
     mm_free_inline(p);
     return NULL;
   }
+  if (mm_unlikely(mm_options.checked)) mm_checked_realloc(p);
   mm_segment_t *seg = mm_segment_of(p);
   if (seg->kind == MM_SEGMENT_LARGE && size > MM_SIZE_CLASS_MAX) return mm_large_realloc(seg, p, size);
   size_t usable = mm_usable_size(p);

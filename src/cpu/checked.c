@@ -85,32 +85,49 @@ void mm_fatal_pointer(const char *what, const void *p) {
  * Validation of a pointer passed to free
  * ------------------------------------------------------------------------- */
 
-static void mm_checked_validate_small(mm_segment_t *seg, const void *p) {
-  if (seg->heap == NULL || (uintptr_t)p - (uintptr_t)seg < MM_SEGMENT_HEADER_SIZE)
-    mm_fatal_pointer("free of invalid pointer", p);
+/* The verdicts, worded for free or for realloc. */
+typedef struct mm_checked_words_s {
+  const char *invalid;
+  const char *freed;
+} mm_checked_words_t;
+
+static const mm_checked_words_t mm_checked_free_words = {"free of invalid pointer", "double free of pointer"};
+static const mm_checked_words_t mm_checked_realloc_words = {"realloc of invalid pointer", "realloc of freed pointer"};
+
+/* Aborts with a message unless p is a live block of ours; with `release`
+ * also marks it free, atomically, so that racing double frees are caught. */
+static mm_segment_t *mm_checked_validate(const void *p, bool release, const mm_checked_words_t *words) {
+  if (((uintptr_t)p & (MM_ALIGNMENT - 1)) != 0) mm_fatal_pointer(words->invalid, p);
+  mm_segment_t *seg = mm_segment_of(p);
+  size_t unit = mm_registry_unit(seg);
+  if (!mm_bitmap_test(mm_registry_mapped, unit)) {
+    if (mm_bitmap_test(mm_registry_freed, unit)) mm_fatal_pointer(words->freed, p);
+    mm_fatal_pointer(words->invalid, p);
+  }
+  if (seg->kind == MM_SEGMENT_LARGE) {
+    if ((uintptr_t)p != (uintptr_t)seg + seg->block_offset) mm_fatal_pointer(words->invalid, p);
+    return seg;
+  }
+  if (seg->heap == NULL || (uintptr_t)p - (uintptr_t)seg < MM_SEGMENT_HEADER_SIZE) mm_fatal_pointer(words->invalid, p);
   mm_page_t *page = mm_segment_page_of(seg, p);
   uintptr_t offset = (uintptr_t)p - (uintptr_t)page->start;
   if (page->block_size == 0 || (uintptr_t)p < (uintptr_t)page->start || offset % page->block_size != 0 ||
       offset / page->block_size >= page->capacity)
-    mm_fatal_pointer("free of invalid pointer", p);
-  if (!mm_bitmap_clear(mm_checked_bits(seg), mm_checked_bit(seg, p)))
-    mm_fatal_pointer("double free of pointer", p);
+    mm_fatal_pointer(words->invalid, p);
+  size_t bit = mm_checked_bit(seg, p);
+  bool live = release ? mm_bitmap_clear(mm_checked_bits(seg), bit) : mm_bitmap_test(mm_checked_bits(seg), bit);
+  if (!live) mm_fatal_pointer(words->freed, p);
+  return seg;
 }
 
 /* Frees p, or aborts with a message unless it is a live block of ours. */
 void mm_checked_free(void *p) {
   if (p == NULL) return;
-  if (((uintptr_t)p & (MM_ALIGNMENT - 1)) != 0) mm_fatal_pointer("free of invalid pointer", p);
-  mm_segment_t *seg = mm_segment_of(p);
-  size_t unit = mm_registry_unit(seg);
-  if (!mm_bitmap_test(mm_registry_mapped, unit)) {
-    if (mm_bitmap_test(mm_registry_freed, unit)) mm_fatal_pointer("double free of pointer", p);
-    mm_fatal_pointer("free of invalid pointer", p);
-  }
-  if (seg->kind == MM_SEGMENT_LARGE) {
-    if ((uintptr_t)p != (uintptr_t)seg + seg->block_offset) mm_fatal_pointer("free of invalid pointer", p);
-  } else {
-    mm_checked_validate_small(seg, p);
-  }
+  mm_segment_t *seg = mm_checked_validate(p, true, &mm_checked_free_words);
   mm_free_generic(seg, mm_segment_page_of(seg, p), p);
+}
+
+/* Aborts with a message unless p (not NULL) is a live block of ours. */
+void mm_checked_realloc(const void *p) {
+  mm_checked_validate(p, false, &mm_checked_realloc_words);
 }

@@ -93,6 +93,7 @@ void mm_checked_on_map(mm_segment_t *seg);
 void mm_checked_on_unmap(mm_segment_t *seg, bool large_block);
 void mm_checked_on_malloc(mm_segment_t *seg, void *p);
 void mm_checked_free(void *p);
+void mm_checked_realloc(const void *p);
 void mm_fatal_pointer(const char *what, const void *p) __attribute__((noreturn));
 
 /* ---- stats.c ---- */
