@@ -1,7 +1,10 @@
 // gpu/buffer.cuh: replicated buffers (J. Supercomputing 2011, Sect. 5.2). Per
 // size class, several first-level FIFOs of free chunks; a warp picks one by
 // its SM and its warp index, so warps of one SM share a few FIFOs and SMs do
-// not meet. Below the buffers are the chunk sources: Superblocks, or one
+// not meet. In front of each FIFO sit a few exchange slots, each holding one
+// chunk: taking or parking a chunk there is one atomic exchange that never
+// retries, so a chunk freed and wanted again on the same SM skips the FIFO's
+// CAS loops. Below the buffers are the chunk sources: Superblocks, or one
 // Memoryblock per chunk when Superblocks are switched off.
 #pragma once
 #include "superblock.cuh"
@@ -14,10 +17,17 @@ __device__ __forceinline__ unsigned xmc_warp_salt() {
   return (tid >> 5) + block * ((blockDim.x * blockDim.y * blockDim.z + 31) >> 5);
 }
 
-__device__ __forceinline__ xmc_fifo *xmc_buffer_of(int cls, unsigned replica) {
+// Index of the replica that `salt` picks among this SM's buffers of `cls`
+// (into h.buffers; its exchange slots are h.hot[index * xmc_hot_slots ...]).
+__device__ __forceinline__ unsigned xmc_buffer_index(int cls, unsigned salt) {
   const xmc_heap &h = xmc_g_heap;
-  unsigned r = (xmc_sm_id() * h.buffers_per_sm + replica % h.buffers_per_sm) % h.num_buffers;
-  return &h.buffers[cls * h.num_buffers + r];
+  unsigned r = (xmc_sm_id() * h.buffers_per_sm + salt % h.buffers_per_sm) % h.num_buffers;
+  return cls * h.num_buffers + r;
+}
+
+__device__ __forceinline__ xmc_atomic32 xmc_hot_slot(unsigned index, unsigned salt) {
+  const xmc_heap &h = xmc_g_heap;
+  return xmc_atomic32(h.hot[index * xmc_hot_slots + salt / h.buffers_per_sm % xmc_hot_slots]);
 }
 
 __device__ __forceinline__ uint64_t *xmc_chunk_tag(char *chunk) { return (uint64_t *)chunk + 3; }
@@ -36,8 +46,9 @@ __device__ inline void xmc_chunk_sink(char *chunk, uint64_t tag) {
 
 // ---- reclaiming -----------------------------------------------------------------
 
-// Gives the chunks parked in every buffer back to their Superblocks, and
-// entirely free Superblocks back to the heap, so that another class can use
+// Gives the chunks parked in every exchange slot and buffer back to their
+// Superblocks, the blocks the cursors have not handed out too, and entirely
+// free Superblocks back to the heap, so that another class can use
 // the memory. Run by one lane when a request finds the heap exhausted, and
 // skipped when no class block was freed since the last pass. A second caller
 // waits for the running pass (bounded work) and retries its request after it.
@@ -53,6 +64,14 @@ __device__ inline bool xmc_reclaim() {
     frees += cuda::atomic_ref<unsigned long long, cuda::thread_scope_device>(h.stats[i].frees_total).load();
   bool run = frees != h.reclaim_seen;
   h.reclaim_seen = frees;
+  const unsigned hot_slots = h.buffering ? xmc_classes * h.num_buffers * xmc_hot_slots : 0;
+  for (unsigned i = 0; run && i < hot_slots; ++i) {
+    xmc_atomic32 slot(h.hot[i]);
+    uint32_t ref = slot.load(cuda::memory_order_relaxed);
+    if (ref == xmc_nil || (ref = slot.exchange(xmc_nil, cuda::memory_order_acq_rel)) == xmc_nil) continue;
+    char *chunk = xmc_deref(ref);
+    xmc_chunk_sink(chunk, xmc_atomic64(*xmc_chunk_tag(chunk)).load(cuda::memory_order_relaxed));
+  }
   for (int cls = 0; run && h.buffering && cls < xmc_classes; ++cls)
     for (unsigned r = 0; r < h.num_buffers; ++r) {
       xmc_fifo *f = &h.buffers[cls * h.num_buffers + r];
@@ -63,6 +82,7 @@ __device__ inline bool xmc_reclaim() {
     }
   for (int cls = 0; run && h.superblocks && cls < xmc_classes; ++cls)
     for (unsigned r = 0; r < h.num_sb_buffers; ++r) {
+      xmc_sb_cursor_retire(&h.sb_cursor[cls * h.num_sb_buffers + r], cls);
       xmc_fifo *f = xmc_sb_buffer(cls, r);
       for (uint32_t n = xmc_fifo_size(f), ref; n-- && (ref = xmc_fifo_dequeue(f)) != xmc_nil;) {
         xmc_mb *mb = (xmc_mb *)xmc_deref(ref);
@@ -105,8 +125,17 @@ __device__ inline char *xmc_buffer_get_warp(unsigned group, int cls) {
   const xmc_heap &h = xmc_g_heap;
   char *chunk = nullptr;
   if (h.buffering) {
-    uint32_t ref = xmc_fifo_dequeue_warp(xmc_buffer_of(cls, xmc_warp_salt()), group);
-    if (ref != xmc_nil) chunk = xmc_deref(ref);
+    const unsigned salt = xmc_warp_salt(), rank = xmc_warp_rank(group);
+    const unsigned index = xmc_buffer_index(cls, salt);
+    if (rank < xmc_hot_slots) {
+      uint32_t ref = xmc_hot_slot(index, salt + rank * h.buffers_per_sm).exchange(xmc_nil, cuda::memory_order_acq_rel);
+      if (ref != xmc_nil) chunk = xmc_deref(ref);
+    }
+    unsigned want = xmc_warp_ballot(group, !chunk);
+    if (want && !chunk) {
+      uint32_t ref = xmc_fifo_dequeue_warp(&h.buffers[index], want);
+      if (ref != xmc_nil) chunk = xmc_deref(ref);
+    }
   }
   unsigned want = xmc_warp_ballot(group, !chunk);
   if (want && !chunk) chunk = xmc_chunk_source_warp(want, cls, false);
@@ -116,15 +145,22 @@ __device__ inline char *xmc_buffer_get_warp(unsigned group, int cls) {
   return chunk;
 }
 
-// Returns a chunk whose live bit the caller has cleared.
+// Returns a chunk whose live bit the caller has cleared: into an exchange
+// slot; the chunk it displaces goes on to the FIFO behind it, or to its source.
 __device__ inline void xmc_buffer_put(char *chunk, uint64_t tag) {
+  const xmc_heap &h = xmc_g_heap;
   const int cls = xmc_tag::cls(tag);
   xmc_sm_stats *st = xmc_stats_here();
   atomicAdd(&st->frees[cls], 1ull);
   atomicAdd(&st->frees_total, 1ull);
-  if (xmc_g_heap.buffering &&
-      xmc_fifo_enqueue(xmc_buffer_of(cls, xmc_warp_salt() + xmc_lane_id()),
-                       xmc_ref(chunk, xmc_tag::region(tag))))
-    return;
+  if (h.buffering) {
+    const unsigned salt = xmc_warp_salt() + xmc_lane_id();
+    const unsigned index = xmc_buffer_index(cls, salt);
+    uint32_t ref = xmc_hot_slot(index, salt).exchange(xmc_ref(chunk, xmc_tag::region(tag)),
+                                                       cuda::memory_order_acq_rel);
+    if (ref == xmc_nil || xmc_fifo_enqueue(&h.buffers[index], ref)) return;
+    chunk = xmc_deref(ref);
+    tag = xmc_atomic64(*xmc_chunk_tag(chunk)).load(cuda::memory_order_relaxed);
+  }
   xmc_chunk_sink(chunk, tag);
 }

@@ -8,13 +8,10 @@ __device__ xmc_heap xmc_g_heap;
 // <<<1, 1>>>
 __global__ void xmc_heap_install_kernel(xmc_heap h) { xmc_g_heap = h; }
 
-// <<<1, 1>>>, between launches: nobody else touches the region list.
+// <<<1, 1>>>, between launches: nobody else touches the region list. The
+// region arrives all wilderness (zeroed, top 0, no free list).
 __global__ void xmc_heap_add_region_kernel(xmc_region region) {
   xmc_heap &h = xmc_g_heap;
-  xmc_mb *mb = (xmc_mb *)region.base;
-  *mb = xmc_mb{0, region.units, xmc_nil, xmc_nil, 1, 0, 0};
-  region.free_head = 0;
-  region.lock = 0;
   h.regions[h.num_regions] = region;
   __threadfence();
   h.num_regions++;

@@ -20,7 +20,7 @@ __device__ __forceinline__ char *xmc_deref(uint32_t ref) {
 
 // Publishes `h` as this device's heap (h.ready == 0 tears it down).
 __global__ void xmc_heap_install_kernel(xmc_heap h);
-// Turns `region` into one free Memoryblock and appends it to the heap.
+// Appends `region` (zeroed: all wilderness) to the heap.
 __global__ void xmc_heap_add_region_kernel(xmc_region region);
 // Empties `count` FIFOs of `capacity` slots each; grid-stride over FIFOs.
 __global__ void xmc_fifo_init_kernel(xmc_fifo *fifos, uint64_t *slots, uint32_t count,

@@ -4,6 +4,7 @@
 // the device's xmc_g_heap; xmcGrow adds a region between launches.
 #include <algorithm>
 #include <mutex>
+#include <vector>
 #include "heap.cuh"
 #include "manymalloc/xmalloc.cuh"
 #include "size_class.cuh"
@@ -47,7 +48,14 @@ xmcError xmc_host_add_regions(xmc_host_heap *host, size_t bytes) {
     if (n == xmc_max_regions) return xmcErrorInvalidValue;
     void *base = nullptr;
     if (xmcError err = xmc_from_cuda(cudaMalloc(&base, take))) return err;
-    xmc_region region{(char *)base, (uint32_t)(take >> xmc_unit_shift), 0, 0, 0};
+    if (xmcError err = xmc_from_cuda(cudaMemset(base, 0, take))) {  // the wilderness starts zeroed
+      cudaFree(base);
+      return err;
+    }
+    xmc_region region{};
+    region.base = (char *)base;
+    region.units = (uint32_t)(take >> xmc_unit_shift);
+    region.free_head = xmc_nil;
     xmc_heap_add_region_kernel<<<1, 1>>>(region);
     if (xmcError err = xmc_from_cuda(cudaDeviceSynchronize())) {
       cudaFree(base);
@@ -69,29 +77,36 @@ void xmc_host_release(xmc_host_heap *host) {
   *host = xmc_host_heap{};
 }
 
-// Buffers and counters in one allocation; sets the header's pointers into it.
+// Buffers, exchange slots, cursors and counters in one allocation; sets the
+// header's pointers into it.
 xmcError xmc_host_layout(xmc_host_heap *host) {
   xmc_heap &h = host->header;
   const size_t nb = h.buffering ? (size_t)h.num_buffers * xmc_classes : 0;
   const size_t nsb = h.superblocks ? (size_t)h.num_sb_buffers * xmc_classes : 0;
   const size_t fifo_bytes = (nb + nsb) * sizeof(xmc_fifo);
   const size_t slot_bytes = (nb * xmc_fifo_capacity + nsb * xmc_sb_fifo_capacity) * sizeof(uint64_t);
+  const size_t cursor_bytes = nsb * sizeof(unsigned long long);
+  const size_t hot_bytes = nb * xmc_hot_slots * sizeof(uint32_t);
   const size_t stat_bytes = xmc_stat_slots * sizeof(xmc_sm_stats);
-  const size_t flag_bytes = (size_t)h.num_sb_buffers * xmc_classes * sizeof(int);
   char *m = nullptr;
-  if (xmcError err = xmc_from_cuda(cudaMalloc(&m, fifo_bytes + slot_bytes + stat_bytes + flag_bytes)))
+  if (xmcError err = xmc_from_cuda(cudaMalloc(&m, fifo_bytes + slot_bytes + cursor_bytes + hot_bytes + stat_bytes)))
     return err;
   host->metadata = m;
   h.buffers = (xmc_fifo *)m;
   h.sb_buffers = h.buffers + nb;
   uint64_t *slots = (uint64_t *)(m + fifo_bytes);
-  h.stats = (xmc_sm_stats *)(m + fifo_bytes + slot_bytes);
+  h.sb_cursor = (unsigned long long *)(m + fifo_bytes + slot_bytes);
+  h.hot = (uint32_t *)(m + fifo_bytes + slot_bytes + cursor_bytes);
+  h.stats = (xmc_sm_stats *)(m + fifo_bytes + slot_bytes + cursor_bytes + hot_bytes);
   if (nb) xmc_fifo_init_kernel<<<64, 128>>>(h.buffers, slots, (uint32_t)nb, xmc_fifo_capacity);
   if (nsb)
     xmc_fifo_init_kernel<<<64, 128>>>(h.sb_buffers, slots + nb * xmc_fifo_capacity, (uint32_t)nsb,
                                       xmc_sb_fifo_capacity);
-  h.sb_creating = (int *)(m + fifo_bytes + slot_bytes + stat_bytes);
-  return xmc_from_cuda(cudaMemset(h.stats, 0, stat_bytes + flag_bytes));
+  std::vector<unsigned long long> cursors(nsb, xmc_cursor_empty);
+  if (xmcError err = xmc_from_cuda(cudaMemcpy(h.sb_cursor, cursors.data(), cursor_bytes, cudaMemcpyHostToDevice)))
+    return err;
+  if (xmcError err = xmc_from_cuda(cudaMemset(h.hot, 0xff, hot_bytes))) return err;  // xmc_nil
+  return xmc_from_cuda(cudaMemset(h.stats, 0, stat_bytes));
 }
 
 }  // namespace
@@ -166,9 +181,14 @@ xmcError xmcGetStats(xmcStats *out) {
   if (err) return err;
 
   *out = xmcStats{};
-  for (uint32_t i = 0; i < h.num_regions; ++i) out->heap_bytes += (size_t)h.regions[i].units << xmc_unit_shift;
-  out->bytes_free = out->heap_bytes - ((size_t)h.held_units << xmc_unit_shift);
-  out->bytes_in_use_peak = (size_t)h.peak_units << xmc_unit_shift;
+  unsigned long long held = 0;
+  for (uint32_t i = 0; i < h.num_regions; ++i) {
+    const xmc_region &r = h.regions[i];
+    out->heap_bytes += (size_t)r.units << xmc_unit_shift;
+    held += std::min<unsigned long long>(r.top, r.units) - r.free_units;
+  }
+  out->bytes_free = out->heap_bytes - ((size_t)held << xmc_unit_shift);
+  out->bytes_in_use_peak = (size_t)std::max(held, h.peak_units) << xmc_unit_shift;
   out->num_classes = xmc_classes;
   unsigned long long large_units = 0;
   for (const xmc_sm_stats &s : per_sm) {

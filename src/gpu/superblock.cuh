@@ -43,7 +43,35 @@ __device__ inline void xmc_sb_publish(xmc_mb *mb, int cls) {
     xmc_sb_unpublish(mb);
 }
 
+// ---- returning Basicblocks ----------------------------------------------------
+
+// Makes `bits` of a Superblock available. Whoever finds no token takes it and
+// publishes the Superblock; a Superblock with every block back and no token
+// leaves the class.
+__device__ inline void xmc_sb_return_bits(xmc_mb *mb, int cls, uint32_t bits) {
+  xmc_atomic64 state(xmc_sb_of(mb)->state);
+  uint64_t s = state.load(cuda::memory_order_acquire), next;
+  do {
+    uint32_t avail = (uint32_t)s | bits;
+    bool inbuf = s & xmc_sb_inbuf;
+    next = inbuf || avail != xmc_sb_full ? (avail | xmc_sb_inbuf) : 0;
+  } while (!state.compare_exchange_weak(s, next, cuda::memory_order_acq_rel, cuda::memory_order_acquire));
+  if (s & xmc_sb_inbuf) return;           // a buffered Superblock: its holder will see the blocks
+  if (next == 0) xmc_mb_free(mb);         // all blocks back, no token: leave the class
+  else xmc_sb_publish(mb, cls);           // we took the token: make the blocks reachable
+}
+
+__device__ inline void xmc_sb_return(char *block, uint64_t tag) {
+  const int cls = xmc_tag::cls(tag);
+  const unsigned i = xmc_tag::index(tag);
+  xmc_mb *mb = (xmc_mb *)(block - xmc_unit - (size_t)i * xmc_class_stride(cls));
+  xmc_sb_return_bits(mb, cls, 1u << i);
+}
+
 // ---- claiming Basicblocks ------------------------------------------------------
+
+// Blocks 0..n-1 of a Superblock's mask.
+__device__ __forceinline__ uint32_t xmc_bits_below(uint32_t n) { return n >= 32 ? xmc_sb_full : (1u << n) - 1; }
 
 __device__ __forceinline__ uint32_t xmc_lowest_bits(uint32_t bits, unsigned k) {
   uint32_t take = 0;
@@ -70,48 +98,101 @@ __device__ inline uint32_t xmc_sb_claim(xmc_mb *mb, int cls, unsigned k) {
   return take;
 }
 
-// A new Superblock from the Memoryblock heap, its first k blocks claimed.
-__device__ inline xmc_mb *xmc_sb_create(int cls, unsigned k, uint32_t *taken) {
+// A new Superblock from the Memoryblock heap: its Basicblocks tagged, none
+// available yet (the caller hands them out), no buffer token.
+__device__ inline xmc_mb *xmc_sb_create(int cls) {
   uint32_t units = 1 + xmc_sb_blocks * (xmc_class_stride(cls) >> xmc_unit_shift);
   xmc_mb *mb = xmc_mb_alloc(units, xmc_kind_super, cls);
   if (!mb) return nullptr;
   uint32_t region = xmc_tag::region(mb->tag);
   for (unsigned i = 0; i < xmc_sb_blocks; ++i)
     ((uint64_t *)xmc_sb_block(mb, cls, i))[3] = xmc_tag::make(xmc_kind_basic, cls, i, region);
-  uint32_t take = k >= xmc_sb_blocks ? xmc_sb_full : (1u << k) - 1;
-  uint32_t left = xmc_sb_full & ~take;
-  xmc_atomic64(xmc_sb_of(mb)->state).store(left ? (left | xmc_sb_inbuf) : 0, cuda::memory_order_release);
-  if (left) xmc_sb_publish(mb, cls);
-  *taken = take;
+  xmc_atomic64(xmc_sb_of(mb)->state).store(0, cuda::memory_order_release);
   return mb;
 }
 
+// A new Superblock of which the caller keeps the first k blocks; the rest
+// go to the second-level buffer. For groups that want most of one.
+__device__ inline xmc_mb *xmc_sb_create_claimed(int cls, unsigned k, uint32_t *taken) {
+  xmc_mb *mb = xmc_sb_create(cls);
+  if (!mb) return nullptr;
+  *taken = xmc_bits_below(k);
+  if (uint32_t left = xmc_sb_full & ~*taken) xmc_sb_return_bits(mb, cls, left);
+  return mb;
+}
+
+// ---- the cursor -------------------------------------------------------------------
+
+// Puts a new Superblock under the cursor, the caller's first `first` blocks
+// claimed; an empty cursor if the heap is exhausted.
+__device__ inline xmc_mb *xmc_sb_cursor_install(xmc_atomic_u64 &cursor, int cls, uint32_t first) {
+  cursor.store((unsigned long long)xmc_cursor_installing << 32, cuda::memory_order_relaxed);
+  xmc_mb *mb = xmc_sb_create(cls);
+  cursor.store(mb ? (unsigned long long)xmc_ref((char *)mb, xmc_tag::region(mb->tag)) << 32 | first
+                  : xmc_cursor_empty,
+               cuda::memory_order_release);
+  return mb;
+}
+
+// Up to k (<= 16) blocks from the cursor of `cls` for this SM's group: one
+// fetch-and-add in the common case. The claim that takes a Superblock's last
+// block, or the first claim on an empty cursor, installs the next one (its
+// carving is lock-free); claims that find the cursor used up wait for it.
+__device__ inline xmc_mb *xmc_sb_cursor_claim(int cls, unsigned k, uint32_t *taken) {
+  const xmc_heap &h = xmc_g_heap;
+  xmc_atomic_u64 cursor(h.sb_cursor[cls * h.num_sb_buffers + xmc_sm_id() % h.num_sb_buffers]);
+  for (;;) {
+    const unsigned long long w = cursor.fetch_add(k, cuda::memory_order_acquire);
+    const uint32_t ref = (uint32_t)(w >> 32), start = (uint32_t)w;
+    if (ref < xmc_cursor_installing && start < xmc_sb_blocks) {
+      *taken = xmc_bits_below(start + k) & ~xmc_bits_below(start);
+      xmc_mb *mb = (xmc_mb *)xmc_deref(ref);
+      if (start + k >= xmc_sb_blocks) xmc_sb_cursor_install(cursor, cls, 0);
+      return mb;
+    }
+    if (ref == xmc_nil && start == 0) {
+      xmc_mb *mb = xmc_sb_cursor_install(cursor, cls, k);
+      *taken = xmc_bits_below(k);
+      return mb;
+    }
+    // Used up, or being replaced: wait until the installer is done.
+    for (unsigned long long now;; __nanosleep(64)) {
+      now = cursor.load(cuda::memory_order_relaxed);
+      uint32_t now_ref = (uint32_t)(now >> 32);
+      if (now_ref != xmc_cursor_installing && (now_ref != ref || (uint32_t)now < start)) break;
+    }
+  }
+}
+
+// Takes the cursor's Superblock away and makes the blocks it had not handed
+// out available (reclaiming memory for other classes).
+__device__ inline void xmc_sb_cursor_retire(unsigned long long *word, int cls) {
+  unsigned long long w = xmc_atomic_u64(*word).load(cuda::memory_order_relaxed);
+  do {
+    // Only a Superblock with blocks left: a used-up one belongs to the claim
+    // that is installing its successor.
+    if ((uint32_t)(w >> 32) >= xmc_cursor_installing || (uint32_t)w >= xmc_sb_blocks) return;
+  } while (!xmc_atomic_u64(*word).compare_exchange_weak(w, xmc_cursor_empty, cuda::memory_order_acq_rel,
+                                                         cuda::memory_order_relaxed));
+  xmc_sb_return_bits((xmc_mb *)xmc_deref((uint32_t)(w >> 32)), cls, ~xmc_bits_below((uint32_t)w));
+}
+
 // Up to k blocks from a buffered Superblock (this SM's buffer, or every
-// buffer of the class when `everywhere`), else from a new one. One lane at a
-// time creates a Superblock for a buffer; the others wait for it and look
-// again, so that a burst of warps does not carve one Superblock each. After a
-// few rounds a waiter creates its own, which bounds the wait.
+// buffer of the class when `everywhere`), else from a new one: a group that
+// wants more than half a Superblock carves its own, the others share the
+// cursor.
 __device__ inline xmc_mb *xmc_sb_take(int cls, unsigned k, bool everywhere, uint32_t *taken) {
   const xmc_heap &h = xmc_g_heap;
   const unsigned n = everywhere ? h.num_sb_buffers : 1;
   const unsigned start = xmc_sm_id();
-  cuda::atomic_ref<int, cuda::thread_scope_device> creating(
-      h.sb_creating[cls * h.num_sb_buffers + start % h.num_sb_buffers]);
-  for (int round = 0;; ++round) {
-    for (unsigned j = 0; j < n; ++j) {
-      uint32_t ref = xmc_fifo_dequeue(xmc_sb_buffer(cls, start + j));
-      if (ref == xmc_nil) continue;
-      xmc_mb *mb = (xmc_mb *)xmc_deref(ref);
-      if ((*taken = xmc_sb_claim(mb, cls, k)) != 0) return mb;
-    }
-    if (round == 8) return xmc_sb_create(cls, k, taken);
-    if (creating.exchange(1, cuda::memory_order_acquire) == 0) {
-      xmc_mb *mb = xmc_sb_create(cls, k, taken);
-      creating.store(0, cuda::memory_order_release);
-      return mb;
-    }
-    while (creating.load(cuda::memory_order_acquire) != 0) __nanosleep(128);
+  for (unsigned j = 0; j < n; ++j) {
+    uint32_t ref = xmc_fifo_dequeue(xmc_sb_buffer(cls, start + j));
+    if (ref == xmc_nil) continue;
+    xmc_mb *mb = (xmc_mb *)xmc_deref(ref);
+    if ((*taken = xmc_sb_claim(mb, cls, k)) != 0) return mb;
   }
+  if (k > xmc_sb_blocks / 2) return xmc_sb_create_claimed(cls, k, taken);
+  return xmc_sb_cursor_claim(cls, k, taken);
 }
 
 // Every lane of `group` gets a Basicblock start, or nullptr once the heap is
@@ -136,21 +217,3 @@ __device__ inline char *xmc_sb_alloc_warp(unsigned group, int cls, bool everywhe
   return got;
 }
 
-// ---- returning a Basicblock ----------------------------------------------------
-
-__device__ inline void xmc_sb_return(char *block, uint64_t tag) {
-  const int cls = xmc_tag::cls(tag);
-  const unsigned i = xmc_tag::index(tag);
-  xmc_mb *mb = (xmc_mb *)(block - xmc_unit - (size_t)i * xmc_class_stride(cls));
-  xmc_atomic64 state(xmc_sb_of(mb)->state);
-  uint64_t s = state.load(cuda::memory_order_acquire), next;
-  uint32_t avail;
-  do {
-    avail = (uint32_t)s | 1u << i;
-    bool inbuf = s & xmc_sb_inbuf;
-    next = inbuf || avail != xmc_sb_full ? (avail | xmc_sb_inbuf) : 0;
-  } while (!state.compare_exchange_weak(s, next, cuda::memory_order_acq_rel, cuda::memory_order_acquire));
-  if (s & xmc_sb_inbuf) return;           // a buffered Superblock: its holder will see the block
-  if (next == 0) xmc_mb_free(mb);         // all blocks back, no token: leave the class
-  else xmc_sb_publish(mb, cls);           // we took the token: make the block reachable
-}

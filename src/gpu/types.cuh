@@ -23,6 +23,7 @@ constexpr unsigned xmc_sb_blocks = 32;      // Basicblocks per Superblock
 constexpr unsigned xmc_sb_full = 0xffffffffu;
 
 constexpr unsigned xmc_fifo_capacity = 64;      // first level: free chunks of one class
+constexpr unsigned xmc_hot_slots = 4;           // exchange slots in front of each first-level FIFO
 constexpr unsigned xmc_sb_fifo_capacity = 1024; // second level: partly free Superblocks
 constexpr unsigned xmc_stat_slots = 256;        // per-SM counter slots (>= %nsmid)
 
@@ -89,6 +90,12 @@ struct xmc_sb {
 static_assert(sizeof(xmc_sb) == 32, "superblock header fills the rest of the first unit");
 constexpr uint64_t xmc_sb_inbuf = (uint64_t)1 << 32;
 
+// Superblock cursor: the Superblock whose Basicblocks are handed out in
+// index order by fetch-and-add, ref:32 (high) | next index:32 (low). A ref of
+// xmc_nil: none yet; xmc_cursor_installing: one lane is carving the next.
+constexpr uint32_t xmc_cursor_installing = 0xfffffffeu;
+constexpr unsigned long long xmc_cursor_empty = (unsigned long long)xmc_nil << 32;
+
 // Sequence-numbered lock-free FIFO (J. Supercomputing 2011, Figs. 7-9): the
 // head's sequence number, the whole tail message, and 2^s messages. A message
 // is seq:32 (low) | payload:32 (high); payloads are xmc_ref encodings.
@@ -99,12 +106,15 @@ struct alignas(64) xmc_fifo {
   uint64_t *slots;
 };
 
-// One heap region: a cudaMalloc'd range split into Memoryblocks, guarded by
-// its own lock (the large/rare path only).
+// One heap region: a cudaMalloc'd range. Below `top` it is a list of
+// Memoryblocks; above it, untouched (zeroed) wilderness that is carved
+// lock-free. The free list is guarded by the region's lock.
 struct xmc_region {
   char *base;
   uint32_t units;
-  uint32_t free_head;    // unit index of the first free Memoryblock, xmc_nil if none
+  uint32_t free_head;              // unit index of the first free Memoryblock, xmc_nil if none
+  unsigned long long top;          // units carved from the wilderness (may overshoot `units`)
+  unsigned long long free_units;   // units in free Memoryblocks (under the lock)
   int lock;
   uint32_t pad;
 };
@@ -128,11 +138,11 @@ struct xmc_heap {
   uint32_t buffers_per_sm;
   uint32_t num_sb_buffers;    // second-level FIFOs per class
   xmc_fifo *buffers;          // [class * num_buffers + replica]
+  uint32_t *hot;              // [(class * num_buffers + replica) * xmc_hot_slots + slot]: chunk refs
   xmc_fifo *sb_buffers;       // [class * num_sb_buffers + replica]
-  int *sb_creating;           // [class * num_sb_buffers + replica]: a Superblock is being made
+  unsigned long long *sb_cursor;  // [class * num_sb_buffers + replica]: see xmc_cursor
   xmc_sm_stats *stats;        // [xmc_stat_slots]
-  unsigned long long held_units;  // units held by allocated Memoryblocks
-  unsigned long long peak_units;
+  unsigned long long peak_units;  // high-water mark of units held (carved and not free)
   unsigned long long reclaim_seen; // frees_total sum at the last reclaim
   int reclaim_lock;
 };
