@@ -10,23 +10,16 @@
 #include "superblock.cuh"
 #include "stats.cuh"
 
-// A warp-uniform number that differs between the warps resident on one SM.
-__device__ __forceinline__ unsigned xmc_warp_salt() {
-  unsigned tid = threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z);
-  unsigned block = blockIdx.x + gridDim.x * (blockIdx.y + gridDim.y * blockIdx.z);
-  return (tid >> 5) + block * ((blockDim.x * blockDim.y * blockDim.z + 31) >> 5);
-}
-
 // Index of the replica that `salt` picks among this SM's buffers of `cls`
 // (into h.buffers; its exchange slots are h.hot[index * xmc_hot_slots ...]).
 __device__ __forceinline__ unsigned xmc_buffer_index(int cls, unsigned salt) {
-  const xmc_heap &h = xmc_g_heap;
+  const xmc_heap &h = xmc_c_heap;
   unsigned r = (xmc_sm_id() * h.buffers_per_sm + salt % h.buffers_per_sm) % h.num_buffers;
   return cls * h.num_buffers + r;
 }
 
 __device__ __forceinline__ xmc_atomic32 xmc_hot_slot(unsigned index, unsigned salt) {
-  const xmc_heap &h = xmc_g_heap;
+  const xmc_heap &h = xmc_c_heap;
   return xmc_atomic32(h.hot[index * xmc_hot_slots + salt / h.buffers_per_sm % xmc_hot_slots]);
 }
 
@@ -35,35 +28,44 @@ __device__ __forceinline__ uint64_t *xmc_chunk_tag(char *chunk) { return (uint64
 // ---- below the buffers ------------------------------------------------------------
 
 __device__ inline char *xmc_chunk_source_warp(unsigned group, int cls, bool everywhere) {
-  if (xmc_g_heap.superblocks) return xmc_sb_alloc_warp(group, cls, everywhere);
+  if (xmc_c_heap.superblocks) return xmc_sb_alloc_warp(group, cls, everywhere);
   return (char *)xmc_mb_alloc(xmc_class_stride(cls) >> xmc_unit_shift, xmc_kind_memory, cls);
 }
 
-__device__ inline void xmc_chunk_sink(char *chunk, uint64_t tag) {
+static __device__ __noinline__ void xmc_chunk_sink(char *chunk, uint64_t tag) {
   if (xmc_tag::kind(tag) == xmc_kind_basic) xmc_sb_return(chunk, tag);
   else xmc_mb_free((xmc_mb *)chunk);
 }
 
 // ---- reclaiming -----------------------------------------------------------------
 
+// Class frees so far, summed over the SMs' counters.
+__device__ inline unsigned long long xmc_frees_total() {
+  unsigned long long frees = 0;
+  for (unsigned i = 0; i < xmc_stat_slots; ++i)
+    frees += xmc_atomic_u64(xmc_c_heap.stats[i].frees_total).load(cuda::memory_order_relaxed);
+  return frees;
+}
+
 // Gives the chunks parked in every exchange slot and buffer back to their
 // Superblocks, the blocks the cursors have not handed out too, and entirely
-// free Superblocks back to the heap, so that another class can use
-// the memory. Run by one lane when a request finds the heap exhausted, and
-// skipped when no class block was freed since the last pass. A second caller
-// waits for the running pass (bounded work) and retries its request after it.
-__device__ inline bool xmc_reclaim() {
+// free Superblocks back to the heap, so that another class can use the
+// memory. Run by one lane when a request finds the heap exhausted, and only
+// when a class block was freed since the last pass (checked without the
+// lock, so that a crowd of exhausted warps does not queue for nothing). A
+// second caller waits for the running pass (bounded work) and retries its
+// request after it.
+static __device__ __noinline__ bool xmc_reclaim() {
   xmc_heap &h = xmc_g_heap;
+  unsigned long long frees = xmc_frees_total();
+  if (frees == xmc_atomic_u64(h.reclaim_seen).load(cuda::memory_order_relaxed)) return false;
   cuda::atomic_ref<int, cuda::thread_scope_device> lock(h.reclaim_lock);
   if (lock.exchange(1, cuda::memory_order_acquire) != 0) {
     while (lock.load(cuda::memory_order_acquire) != 0) __nanosleep(256);
     return true;
   }
-  unsigned long long frees = 0;
-  for (unsigned i = 0; i < xmc_stat_slots; ++i)
-    frees += cuda::atomic_ref<unsigned long long, cuda::thread_scope_device>(h.stats[i].frees_total).load();
-  bool run = frees != h.reclaim_seen;
-  h.reclaim_seen = frees;
+  frees = xmc_frees_total();
+  const bool run = frees != h.reclaim_seen;
   const unsigned hot_slots = h.buffering ? xmc_classes * h.num_buffers * xmc_hot_slots : 0;
   for (unsigned i = 0; run && i < hot_slots; ++i) {
     xmc_atomic32 slot(h.hot[i]);
@@ -80,9 +82,10 @@ __device__ inline bool xmc_reclaim() {
         xmc_chunk_sink(chunk, xmc_atomic64(*xmc_chunk_tag(chunk)).load(cuda::memory_order_relaxed));
       }
     }
+  for (unsigned i = 0; run && h.superblocks && i < xmc_classes * h.num_sb_cursors; ++i)
+    xmc_sb_cursor_retire(&h.sb_cursor[i], i / h.num_sb_cursors);
   for (int cls = 0; run && h.superblocks && cls < xmc_classes; ++cls)
     for (unsigned r = 0; r < h.num_sb_buffers; ++r) {
-      xmc_sb_cursor_retire(&h.sb_cursor[cls * h.num_sb_buffers + r], cls);
       xmc_fifo *f = xmc_sb_buffer(cls, r);
       for (uint32_t n = xmc_fifo_size(f), ref; n-- && (ref = xmc_fifo_dequeue(f)) != xmc_nil;) {
         xmc_mb *mb = (xmc_mb *)xmc_deref(ref);
@@ -90,6 +93,8 @@ __device__ inline bool xmc_reclaim() {
         else xmc_sb_publish(mb, cls);
       }
     }
+  // Marked done only now: a caller arriving during the pass waits for it.
+  xmc_atomic_u64(h.reclaim_seen).store(frees, cuda::memory_order_relaxed);
   lock.store(0, cuda::memory_order_release);
   return run;
 }
@@ -98,8 +103,8 @@ __device__ inline bool xmc_reclaim() {
 
 // Exhausted: every buffer of the class, every partly free Superblock of it,
 // then memory reclaimed from other classes. Bounded; returns nullptr at the end.
-__device__ inline char *xmc_buffer_scavenge_warp(unsigned group, int cls) {
-  const xmc_heap &h = xmc_g_heap;
+static __device__ __noinline__ char *xmc_buffer_scavenge_warp(unsigned group, int cls) {
+  const xmc_heap &h = xmc_c_heap;
   char *chunk = nullptr;
   for (unsigned r = 0; h.buffering && r < h.num_buffers; ++r) {
     unsigned want = xmc_warp_ballot(group, !chunk);
@@ -122,7 +127,7 @@ __device__ inline char *xmc_buffer_scavenge_warp(unsigned group, int cls) {
 
 // Every lane of `group` gets a chunk start of class `cls`, or nullptr.
 __device__ inline char *xmc_buffer_get_warp(unsigned group, int cls) {
-  const xmc_heap &h = xmc_g_heap;
+  const xmc_heap &h = xmc_c_heap;
   char *chunk = nullptr;
   if (h.buffering) {
     const unsigned salt = xmc_warp_salt(), rank = xmc_warp_rank(group);
@@ -148,7 +153,7 @@ __device__ inline char *xmc_buffer_get_warp(unsigned group, int cls) {
 // Returns a chunk whose live bit the caller has cleared: into an exchange
 // slot; the chunk it displaces goes on to the FIFO behind it, or to its source.
 __device__ inline void xmc_buffer_put(char *chunk, uint64_t tag) {
-  const xmc_heap &h = xmc_g_heap;
+  const xmc_heap &h = xmc_c_heap;
   const int cls = xmc_tag::cls(tag);
   xmc_sm_stats *st = xmc_stats_here();
   atomicAdd(&st->frees[cls], 1ull);

@@ -4,9 +4,17 @@
 #include "heap.cuh"
 
 __device__ xmc_heap xmc_g_heap;
+__constant__ xmc_heap xmc_c_heap;
 
 // <<<1, 1>>>
 __global__ void xmc_heap_install_kernel(xmc_heap h) { xmc_g_heap = h; }
+
+cudaError_t xmc_heap_publish(const xmc_heap &h) { return cudaMemcpyToSymbol(xmc_c_heap, &h, sizeof h); }
+
+cudaError_t xmc_heap_install(const xmc_heap &h) {
+  xmc_heap_install_kernel<<<1, 1>>>(h);
+  return xmc_heap_publish(h);
+}
 
 // <<<1, 1>>>, between launches: nobody else touches the region list. The
 // region arrives all wilderness (zeroed, top 0, no free list).
@@ -14,6 +22,7 @@ __global__ void xmc_heap_add_region_kernel(xmc_region region) {
   xmc_heap &h = xmc_g_heap;
   h.regions[h.num_regions] = region;
   __threadfence();
+  h.total_units += region.units;
   h.num_regions++;
 }
 

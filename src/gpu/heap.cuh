@@ -3,23 +3,34 @@
 #pragma once
 #include "types.cuh"
 
+// The heap's state: its regions' tops, locks and free lists, the peak, the
+// reclaimer's lock. Written by device code.
 extern __device__ xmc_heap xmc_g_heap;
+// The same header as the host last installed it: everything fixed between
+// launches (switches, buffer layout, region bases). Read on every call, so it
+// sits in constant memory, cached on each SM and broadcast to the warp.
+extern __constant__ xmc_heap xmc_c_heap;
 
 // A chunk or Superblock start (unit aligned) as region:4 | unit index:28, the
 // paper's 32-bit offset payload widened by a region number for xmcGrow.
 __device__ __forceinline__ uint32_t xmc_ref(const char *start, uint32_t region) {
   return region << xmc_region_unit_bits |
-         (uint32_t)((start - xmc_g_heap.regions[region].base) >> xmc_unit_shift);
+         (uint32_t)((start - xmc_c_heap.regions[region].base) >> xmc_unit_shift);
 }
 __device__ __forceinline__ char *xmc_deref(uint32_t ref) {
-  return xmc_g_heap.regions[ref >> xmc_region_unit_bits].base +
+  return xmc_c_heap.regions[ref >> xmc_region_unit_bits].base +
          ((size_t)(ref & ((1u << xmc_region_unit_bits) - 1)) << xmc_unit_shift);
 }
 
-// ---- setup kernels (one thread unless noted) -------------------------------
+// ---- setup (host.cu) -------------------------------------------------------
 
-// Publishes `h` as this device's heap (h.ready == 0 tears it down).
-__global__ void xmc_heap_install_kernel(xmc_heap h);
+// Installs `h` as this device's heap, state and constant copy (h.ready == 0
+// tears it down). Between launches only.
+cudaError_t xmc_heap_install(const xmc_heap &h);
+// Refreshes the constant copy after regions were added.
+cudaError_t xmc_heap_publish(const xmc_heap &h);
+
+
 // Appends `region` (zeroed: all wilderness) to the heap.
 __global__ void xmc_heap_add_region_kernel(xmc_region region);
 // Empties `count` FIFOs of `capacity` slots each; grid-stride over FIFOs.

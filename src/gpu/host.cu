@@ -1,7 +1,7 @@
 // gpu/host.cu: the host API. One heap per device: xmcInit takes the heap
 // with cudaMalloc (one region, or several of at most 16 GiB each), lays out
 // the buffers and per-SM counters beside it and installs the heap header in
-// the device's xmc_g_heap; xmcGrow adds a region between launches.
+// the device (state and constant copy); xmcGrow adds a region between launches.
 #include <algorithm>
 #include <mutex>
 #include <vector>
@@ -64,13 +64,14 @@ xmcError xmc_host_add_regions(xmc_host_heap *host, size_t bytes) {
     host->regions[n] = base;
     host->header.regions[n] = region;
     host->header.num_regions = n + 1;
+    host->header.total_units += region.units;
     bytes -= take;
   }
   return xmcSuccess;
 }
 
 void xmc_host_release(xmc_host_heap *host) {
-  xmc_heap_install_kernel<<<1, 1>>>(xmc_heap{});
+  xmc_heap_install(xmc_heap{});
   cudaDeviceSynchronize();
   for (void *r : host->regions) cudaFree(r);
   cudaFree(host->metadata);
@@ -85,7 +86,8 @@ xmcError xmc_host_layout(xmc_host_heap *host) {
   const size_t nsb = h.superblocks ? (size_t)h.num_sb_buffers * xmc_classes : 0;
   const size_t fifo_bytes = (nb + nsb) * sizeof(xmc_fifo);
   const size_t slot_bytes = (nb * xmc_fifo_capacity + nsb * xmc_sb_fifo_capacity) * sizeof(uint64_t);
-  const size_t cursor_bytes = nsb * sizeof(unsigned long long);
+  const size_t ncursors = h.superblocks ? (size_t)h.num_sb_cursors * xmc_classes : 0;
+  const size_t cursor_bytes = ncursors * sizeof(unsigned long long);
   const size_t hot_bytes = nb * xmc_hot_slots * sizeof(uint32_t);
   const size_t stat_bytes = xmc_stat_slots * sizeof(xmc_sm_stats);
   char *m = nullptr;
@@ -102,7 +104,7 @@ xmcError xmc_host_layout(xmc_host_heap *host) {
   if (nsb)
     xmc_fifo_init_kernel<<<64, 128>>>(h.sb_buffers, slots + nb * xmc_fifo_capacity, (uint32_t)nsb,
                                       xmc_sb_fifo_capacity);
-  std::vector<unsigned long long> cursors(nsb, xmc_cursor_empty);
+  std::vector<unsigned long long> cursors(ncursors, xmc_cursor_empty);
   if (xmcError err = xmc_from_cuda(cudaMemcpy(h.sb_cursor, cursors.data(), cursor_bytes, cudaMemcpyHostToDevice)))
     return err;
   if (xmcError err = xmc_from_cuda(cudaMemset(h.hot, 0xff, hot_bytes))) return err;  // xmc_nil
@@ -131,13 +133,14 @@ xmcError xmcInitWithConfig(size_t heap_bytes, const xmcConfig &config) {
   h.superblocks = config.superblocks;
   h.num_buffers = config.buffers_per_class ? config.buffers_per_class : 8 * sms;
   h.buffers_per_sm = std::max(1u, h.num_buffers / sms);
-  h.num_sb_buffers = std::max(1, sms / 4);
+  h.num_sb_buffers = sms;
+  h.num_sb_cursors = sms * xmc_sb_cursors_per_sm;
   host->live = true;  // from here on, failures release what was taken
   if ((err = xmc_host_layout(host))) return xmc_host_release(host), err;
-  xmc_heap_install_kernel<<<1, 1>>>(h);
+  if ((err = xmc_from_cuda(xmc_heap_install(h)))) return xmc_host_release(host), err;
   if ((err = xmc_host_add_regions(host, heap_bytes))) return xmc_host_release(host), err;
   h.ready = 1;
-  xmc_heap_install_kernel<<<1, 1>>>(h);
+  if ((err = xmc_from_cuda(xmc_heap_install(h)))) return xmc_host_release(host), err;
   if ((err = xmc_from_cuda(cudaDeviceSynchronize()))) return xmc_host_release(host), err;
   return xmcSuccess;
 }
@@ -160,7 +163,9 @@ xmcError xmcGrow(size_t extra_bytes) {
   if (!host->live) return xmcErrorNotInitialized;
   if (extra_bytes < xmc_min_region_bytes) return xmcErrorInvalidValue;
   if ((err = xmc_from_cuda(cudaDeviceSynchronize()))) return err;
-  return xmc_host_add_regions(host, extra_bytes);
+  err = xmc_host_add_regions(host, extra_bytes);
+  if (xmcError published = xmc_from_cuda(xmc_heap_publish(host->header))) return published;
+  return err;
 }
 
 xmcError xmcGetStats(xmcStats *out) {

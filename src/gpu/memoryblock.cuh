@@ -110,7 +110,7 @@ __device__ inline xmc_mb *xmc_mb_alloc_listed(xmc_region *r, uint32_t units) {
 
 // A previous block's distance of 0 means "first in the region" or "its carver
 // has not written it yet"; either way there is nothing to merge backwards with.
-__device__ inline void xmc_mb_free(xmc_mb *mb) {
+static __device__ __noinline__ void xmc_mb_free(xmc_mb *mb) {
   xmc_region *r = &xmc_g_heap.regions[xmc_tag::region(mb->tag)];
   xmc_mb_lock(r);
   xmc_mb_sample_peak();
@@ -146,7 +146,6 @@ __device__ inline xmc_mb *xmc_mb_carve(xmc_region *r, uint32_t region, uint32_t 
   mb->size_units = fits ? units : r->units - (uint32_t)start;
   mb->is_free = 0;
   if (start + units < r->units) xmc_mb_at(r, (uint32_t)(start + units))->prev_units = units;
-  __threadfence();  // the successor's boundary tag lands before this block can be freed
   if (fits) return mb;
   mb->tag = xmc_tag::make(xmc_kind_memory, xmc_class_large, 0, region);
   xmc_mb_free(mb);
@@ -155,8 +154,8 @@ __device__ inline xmc_mb *xmc_mb_carve(xmc_region *r, uint32_t region, uint32_t 
 
 // A Memoryblock of at least `units` units, tagged `kind`/`cls`; nullptr when
 // no region has a free block that large.
-__device__ inline xmc_mb *xmc_mb_alloc(uint32_t units, xmc_kind kind, uint32_t cls) {
-  for (uint32_t i = 0; i < xmc_g_heap.num_regions; ++i) {
+static __device__ __noinline__ xmc_mb *xmc_mb_alloc(uint32_t units, xmc_kind kind, uint32_t cls) {
+  for (uint32_t i = 0; i < xmc_c_heap.num_regions; ++i) {
     xmc_region *r = &xmc_g_heap.regions[i];
     xmc_mb *mb = xmc_mb_carve(r, i, units);
     if (!mb) mb = xmc_mb_alloc_listed(r, units);

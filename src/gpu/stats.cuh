@@ -6,7 +6,7 @@
 #include "warp.cuh"
 
 __device__ __forceinline__ xmc_sm_stats *xmc_stats_here() {
-  return &xmc_g_heap.stats[xmc_sm_id() % xmc_stat_slots];
+  return &xmc_c_heap.stats[xmc_sm_id() % xmc_stat_slots];
 }
 
 __device__ __forceinline__ void xmc_stats_add(unsigned long long *counter, unsigned long long n) {

@@ -18,7 +18,7 @@ __device__ __forceinline__ char *xmc_sb_block(xmc_mb *mb, int cls, unsigned i) {
 }
 
 __device__ __forceinline__ xmc_fifo *xmc_sb_buffer(int cls, unsigned replica) {
-  const xmc_heap &h = xmc_g_heap;
+  const xmc_heap &h = xmc_c_heap;
   return &h.sb_buffers[cls * h.num_sb_buffers + replica % h.num_sb_buffers];
 }
 
@@ -36,36 +36,34 @@ __device__ inline void xmc_sb_unpublish(xmc_mb *mb) {
   if (avail == xmc_sb_full) xmc_mb_free(mb);
 }
 
-// Hands a Superblock whose token the caller holds to the second-level buffer.
-__device__ inline void xmc_sb_publish(xmc_mb *mb, int cls) {
-  uint32_t region = xmc_tag::region(mb->tag);
-  if (!xmc_fifo_enqueue(xmc_sb_buffer(cls, xmc_sm_id()), xmc_ref((char *)mb, region)))
-    xmc_sb_unpublish(mb);
+// Hands a Superblock whose token the caller holds to the second-level buffer:
+// this SM's, or when that is full one of the next few. Only when all are full
+// does it drop the token (a Superblock with every block back then leaves the
+// class; the next block returned to any other publishes it again).
+static __device__ __noinline__ void xmc_sb_publish(xmc_mb *mb, int cls) {
+  const uint32_t ref = xmc_ref((char *)mb, xmc_tag::region(mb->tag));
+  for (unsigned j = 0; j < 4; ++j)
+    if (xmc_fifo_enqueue(xmc_sb_buffer(cls, xmc_sm_id() + j), ref)) return;
+  xmc_sb_unpublish(mb);
 }
 
 // ---- returning Basicblocks ----------------------------------------------------
 
 // Makes `bits` of a Superblock available. Whoever finds no token takes it and
-// publishes the Superblock; a Superblock with every block back and no token
-// leaves the class.
+// publishes the Superblock, even one with every block back: it stays with its
+// class until the buffer is full or memory is reclaimed for another class.
 __device__ inline void xmc_sb_return_bits(xmc_mb *mb, int cls, uint32_t bits) {
-  xmc_atomic64 state(xmc_sb_of(mb)->state);
-  uint64_t s = state.load(cuda::memory_order_acquire), next;
-  do {
-    uint32_t avail = (uint32_t)s | bits;
-    bool inbuf = s & xmc_sb_inbuf;
-    next = inbuf || avail != xmc_sb_full ? (avail | xmc_sb_inbuf) : 0;
-  } while (!state.compare_exchange_weak(s, next, cuda::memory_order_acq_rel, cuda::memory_order_acquire));
-  if (s & xmc_sb_inbuf) return;           // a buffered Superblock: its holder will see the blocks
-  if (next == 0) xmc_mb_free(mb);         // all blocks back, no token: leave the class
-  else xmc_sb_publish(mb, cls);           // we took the token: make the blocks reachable
+  uint64_t s = xmc_atomic64(xmc_sb_of(mb)->state).fetch_or(bits | xmc_sb_inbuf, cuda::memory_order_acq_rel);
+  if (!(s & xmc_sb_inbuf)) xmc_sb_publish(mb, cls);  // we took the token: make the blocks reachable
+}
+
+// The Superblock that holds Basicblock `block` (its chunk tag `tag`).
+__device__ __forceinline__ xmc_mb *xmc_sb_holding(char *block, uint64_t tag) {
+  return (xmc_mb *)(block - xmc_unit - (size_t)xmc_tag::index(tag) * xmc_class_stride(xmc_tag::cls(tag)));
 }
 
 __device__ inline void xmc_sb_return(char *block, uint64_t tag) {
-  const int cls = xmc_tag::cls(tag);
-  const unsigned i = xmc_tag::index(tag);
-  xmc_mb *mb = (xmc_mb *)(block - xmc_unit - (size_t)i * xmc_class_stride(cls));
-  xmc_sb_return_bits(mb, cls, 1u << i);
+  xmc_sb_return_bits(xmc_sb_holding(block, tag), xmc_tag::cls(tag), 1u << xmc_tag::index(tag));
 }
 
 // ---- claiming Basicblocks ------------------------------------------------------
@@ -98,11 +96,15 @@ __device__ inline uint32_t xmc_sb_claim(xmc_mb *mb, int cls, unsigned k) {
   return take;
 }
 
+// Units of a Superblock of `cls`: its header unit and 32 Basicblocks.
+__device__ __forceinline__ uint32_t xmc_sb_units(int cls) {
+  return 1 + xmc_sb_blocks * (xmc_class_stride(cls) >> xmc_unit_shift);
+}
+
 // A new Superblock from the Memoryblock heap: its Basicblocks tagged, none
 // available yet (the caller hands them out), no buffer token.
-__device__ inline xmc_mb *xmc_sb_create(int cls) {
-  uint32_t units = 1 + xmc_sb_blocks * (xmc_class_stride(cls) >> xmc_unit_shift);
-  xmc_mb *mb = xmc_mb_alloc(units, xmc_kind_super, cls);
+static __device__ __noinline__ xmc_mb *xmc_sb_create(int cls) {
+  xmc_mb *mb = xmc_mb_alloc(xmc_sb_units(cls), xmc_kind_super, cls);
   if (!mb) return nullptr;
   uint32_t region = xmc_tag::region(mb->tag);
   for (unsigned i = 0; i < xmc_sb_blocks; ++i)
@@ -123,9 +125,18 @@ __device__ inline xmc_mb *xmc_sb_create_claimed(int cls, unsigned k, uint32_t *t
 
 // ---- the cursor -------------------------------------------------------------------
 
+// Cursors in use for `cls`: as many as the class's Superblocks, one under
+// each cursor, fit in an eighth of the heap (at least one), so that a small
+// heap is not spread over half-used Superblocks of many cursors.
+__device__ __forceinline__ unsigned xmc_sb_cursors_of(int cls) {
+  const xmc_heap &h = xmc_c_heap;
+  unsigned long long fit = h.total_units / (8ull * xmc_sb_units(cls));
+  return fit < 1 ? 1 : fit < h.num_sb_cursors ? (unsigned)fit : h.num_sb_cursors;
+}
+
 // Puts a new Superblock under the cursor, the caller's first `first` blocks
 // claimed; an empty cursor if the heap is exhausted.
-__device__ inline xmc_mb *xmc_sb_cursor_install(xmc_atomic_u64 &cursor, int cls, uint32_t first) {
+static __device__ __noinline__ xmc_mb *xmc_sb_cursor_install(xmc_atomic_u64 &cursor, int cls, uint32_t first) {
   cursor.store((unsigned long long)xmc_cursor_installing << 32, cuda::memory_order_relaxed);
   xmc_mb *mb = xmc_sb_create(cls);
   cursor.store(mb ? (unsigned long long)xmc_ref((char *)mb, xmc_tag::region(mb->tag)) << 32 | first
@@ -139,8 +150,9 @@ __device__ inline xmc_mb *xmc_sb_cursor_install(xmc_atomic_u64 &cursor, int cls,
 // block, or the first claim on an empty cursor, installs the next one (its
 // carving is lock-free); claims that find the cursor used up wait for it.
 __device__ inline xmc_mb *xmc_sb_cursor_claim(int cls, unsigned k, uint32_t *taken) {
-  const xmc_heap &h = xmc_g_heap;
-  xmc_atomic_u64 cursor(h.sb_cursor[cls * h.num_sb_buffers + xmc_sm_id() % h.num_sb_buffers]);
+  const xmc_heap &h = xmc_c_heap;
+  const unsigned pick = xmc_sm_id() * xmc_sb_cursors_per_sm + xmc_warp_salt() % xmc_sb_cursors_per_sm;
+  xmc_atomic_u64 cursor(h.sb_cursor[cls * h.num_sb_cursors + pick % xmc_sb_cursors_of(cls)]);
   for (;;) {
     const unsigned long long w = cursor.fetch_add(k, cuda::memory_order_acquire);
     const uint32_t ref = (uint32_t)(w >> 32), start = (uint32_t)w;
@@ -166,7 +178,7 @@ __device__ inline xmc_mb *xmc_sb_cursor_claim(int cls, unsigned k, uint32_t *tak
 
 // Takes the cursor's Superblock away and makes the blocks it had not handed
 // out available (reclaiming memory for other classes).
-__device__ inline void xmc_sb_cursor_retire(unsigned long long *word, int cls) {
+static __device__ __noinline__ void xmc_sb_cursor_retire(unsigned long long *word, int cls) {
   unsigned long long w = xmc_atomic_u64(*word).load(cuda::memory_order_relaxed);
   do {
     // Only a Superblock with blocks left: a used-up one belongs to the claim
@@ -182,7 +194,7 @@ __device__ inline void xmc_sb_cursor_retire(unsigned long long *word, int cls) {
 // wants more than half a Superblock carves its own, the others share the
 // cursor.
 __device__ inline xmc_mb *xmc_sb_take(int cls, unsigned k, bool everywhere, uint32_t *taken) {
-  const xmc_heap &h = xmc_g_heap;
+  const xmc_heap &h = xmc_c_heap;
   const unsigned n = everywhere ? h.num_sb_buffers : 1;
   const unsigned start = xmc_sm_id();
   for (unsigned j = 0; j < n; ++j) {

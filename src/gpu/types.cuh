@@ -24,7 +24,8 @@ constexpr unsigned xmc_sb_full = 0xffffffffu;
 
 constexpr unsigned xmc_fifo_capacity = 64;      // first level: free chunks of one class
 constexpr unsigned xmc_hot_slots = 4;           // exchange slots in front of each first-level FIFO
-constexpr unsigned xmc_sb_fifo_capacity = 1024; // second level: partly free Superblocks
+constexpr unsigned xmc_sb_fifo_capacity = 256;  // second level: partly free Superblocks
+constexpr unsigned xmc_sb_cursors_per_sm = 2;  // Superblock cursors per class and SM
 constexpr unsigned xmc_stat_slots = 256;        // per-SM counter slots (>= %nsmid)
 
 // ---- header words ------------------------------------------------------------
@@ -132,15 +133,17 @@ struct xmc_sm_stats {
 struct xmc_heap {
   xmc_region regions[xmc_max_regions];
   uint32_t num_regions;
+  unsigned long long total_units;  // of all regions
   uint32_t ready;
   uint32_t coalescing, buffering, superblocks;
   uint32_t num_buffers;       // first-level FIFOs per class
   uint32_t buffers_per_sm;
   uint32_t num_sb_buffers;    // second-level FIFOs per class
+  uint32_t num_sb_cursors;    // Superblock cursors per class
   xmc_fifo *buffers;          // [class * num_buffers + replica]
   uint32_t *hot;              // [(class * num_buffers + replica) * xmc_hot_slots + slot]: chunk refs
   xmc_fifo *sb_buffers;       // [class * num_sb_buffers + replica]
-  unsigned long long *sb_cursor;  // [class * num_sb_buffers + replica]: see xmc_cursor
+  unsigned long long *sb_cursor;  // [class * num_sb_cursors + replica]: see xmc_cursor
   xmc_sm_stats *stats;        // [xmc_stat_slots]
   unsigned long long peak_units;  // high-water mark of units held (carved and not free)
   unsigned long long reclaim_seen; // frees_total sum at the last reclaim

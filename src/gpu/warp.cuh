@@ -23,6 +23,13 @@ __device__ __forceinline__ unsigned xmc_lanemask_eq() {
   return eq;
 }
 
+// A warp-uniform number that differs between the warps resident on one SM.
+__device__ __forceinline__ unsigned xmc_warp_salt() {
+  unsigned tid = threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z);
+  unsigned block = blockIdx.x + gridDim.x * (blockIdx.y + gridDim.y * blockIdx.z);
+  return (tid >> 5) + block * ((blockDim.x * blockDim.y * blockDim.z + 31) >> 5);
+}
+
 // Votes of one group must not see another group. Two groups running this
 // code under their own masks may be converged by the scheduler onto one
 // instruction: __ballot_sync then sets the bits of the other group's lanes
@@ -76,6 +83,14 @@ __device__ __forceinline__ uint32_t xmc_warp_scan_small(unsigned mask, uint32_t 
   }
   *total = sum;
   return below;
+}
+
+// Bitwise or of `v` over the lanes of `mask`, one shuffle per lane (a
+// shuffle names its source, so converged groups cannot mix).
+__device__ __forceinline__ uint32_t xmc_warp_or(unsigned mask, uint32_t v) {
+  uint32_t acc = 0;
+  for (unsigned m = mask; m; m &= m - 1) acc |= __shfl_sync(mask, v, __ffs(m) - 1);
+  return acc;
 }
 
 // Bit position of the n-th (from 0) set bit of `bits`, which has more than n.

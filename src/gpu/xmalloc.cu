@@ -12,7 +12,7 @@
 
 // ---- allocation ----------------------------------------------------------------
 
-static __device__ void *xmc_malloc_large(size_t size) {
+static __device__ __noinline__ void *xmc_malloc_large(size_t size) {
   xmc_sm_stats *st = xmc_stats_here();
   if (size > xmc_max_region_bytes - xmc_chunk_header) {
     atomicAdd(&st->failed, 1ull);
@@ -49,7 +49,7 @@ static __device__ void *xmc_malloc_chunks(unsigned rest, size_t size) {
 }
 
 __device__ void *xmcMalloc(size_t size) {
-  const xmc_heap &h = xmc_g_heap;
+  const xmc_heap &h = xmc_c_heap;
   if (!h.ready) return nullptr;
   if (size == 0) size = 1;
   const unsigned active = __activemask();
@@ -105,16 +105,46 @@ static __device__ void xmc_free_one(char *p) {
   }
 }
 
-// Lanes freeing compartments of one coalesced block decrement its count once.
+// Lanes of `group` free Basicblocks of one Superblock: one atomic gives them
+// all back to it (bypassing the buffers, which a single chunk would take).
+static __device__ void xmc_free_basicblocks(unsigned group, char *p, uint64_t hdr) {
+  char *chunk = p - xmc_chunk_header;
+  const uint64_t t = atomicAnd((unsigned long long *)xmc_chunk_tag(chunk), ~xmc_tag::live);
+  const bool ok = xmc_tag::magic(t) == xmc_magic_chunk && (t & xmc_tag::live);
+  const unsigned freed = xmc_warp_ballot(group, ok);
+  const uint32_t bits = xmc_warp_or(group, ok ? 1u << xmc_tag::index(hdr) : 0);
+  if ((int)xmc_lane_id() != xmc_warp_leader(group)) return;
+  xmc_sm_stats *st = xmc_stats_here();
+  xmc_stats_add(&st->invalid, __popc(group) - __popc(freed));
+  if (!bits) return;
+  xmc_stats_add(&st->frees[xmc_tag::cls(hdr)], __popc(freed));
+  xmc_stats_add(&st->frees_total, __popc(freed));
+  xmc_sb_return_bits(xmc_sb_holding(chunk, hdr), xmc_tag::cls(hdr), bits);
+}
+
+// What lanes free together: a compartment's coalesced block, a Basicblock's
+// Superblock; any other pointer alone. The header's magic is part of the key,
+// so that pointers of different kinds never meet in one group.
+static __device__ uint64_t xmc_free_key(char *p, uint64_t hdr) {
+  char *key = p;
+  if (xmc_tag::magic(hdr) == xmc_magic_comp) key = p - 8 - xmc_comp::offset(hdr);
+  else if (xmc_tag::magic(hdr) == xmc_magic_chunk && xmc_tag::kind(hdr) == xmc_kind_basic)
+    key = (char *)xmc_sb_holding(p - xmc_chunk_header, hdr);
+  return (uint64_t)key ^ (uint64_t)xmc_tag::magic(hdr) << 48;
+}
+
+// Lanes freeing compartments of one coalesced block decrement its count once;
+// lanes freeing Basicblocks of one Superblock return them at once.
 __device__ void xmcFree(void *ptr) {
   char *p = (char *)ptr;
   const unsigned active = __activemask();
   const uint64_t hdr = p ? *(uint64_t *)(p - 8) : 0;
-  const bool comp = p && xmc_tag::magic(hdr) == xmc_magic_comp;
-  char *key = comp ? p - 8 - xmc_comp::offset(hdr) : p;
-  const unsigned group = xmc_warp_match(active, (uint64_t)key);
-  if (comp) xmc_free_compartment(group, p, hdr);
-  else if (p) xmc_free_one(p);
+  const unsigned group = xmc_warp_match(active, p ? xmc_free_key(p, hdr) : 0);
+  if (!p) return;
+  if (xmc_tag::magic(hdr) == xmc_magic_comp) xmc_free_compartment(group, p, hdr);
+  else if (__popc(group) > 1 && xmc_tag::magic(hdr) == xmc_magic_chunk && xmc_tag::kind(hdr) == xmc_kind_basic)
+    xmc_free_basicblocks(group, p, hdr);
+  else xmc_free_one(p);
 }
 
 // ---- calloc, realloc, aligned ------------------------------------------------------
