@@ -101,22 +101,12 @@ static __device__ __noinline__ bool xmc_reclaim() {
 
 // ---- get and put --------------------------------------------------------------------
 
-// Exhausted: every buffer of the class, every partly free Superblock of it,
-// then memory reclaimed from other classes. Bounded; returns nullptr at the end.
+// Exhausted: partly free Superblocks of the class on every SM, then memory
+// reclaimed from every buffer and class (which also empties this class's
+// buffers into its Superblocks). Bounded; returns nullptr at the end.
 static __device__ __noinline__ char *xmc_buffer_scavenge_warp(unsigned group, int cls) {
-  const xmc_heap &h = xmc_c_heap;
-  char *chunk = nullptr;
-  for (unsigned r = 0; h.buffering && r < h.num_buffers; ++r) {
-    unsigned want = xmc_warp_ballot(group, !chunk);
-    if (!want) return chunk;
-    if (!chunk) {
-      uint32_t ref = xmc_fifo_dequeue_warp(&h.buffers[cls * h.num_buffers + r], want);
-      if (ref != xmc_nil) chunk = xmc_deref(ref);
-    }
-  }
-  unsigned want = xmc_warp_ballot(group, !chunk);
-  if (want && !chunk) chunk = xmc_chunk_source_warp(want, cls, true);
-  want = xmc_warp_ballot(group, !chunk);
+  char *chunk = xmc_chunk_source_warp(group, cls, true);
+  const unsigned want = xmc_warp_ballot(group, !chunk);
   if (want && !chunk) {
     const int leader = xmc_warp_leader(want);
     bool reclaimed = (int)xmc_lane_id() == leader && xmc_reclaim();

@@ -81,9 +81,7 @@ __device__ __forceinline__ xmc_mb *xmc_mb_next(xmc_region *r, xmc_mb *mb) {
 // ---- allocate and free --------------------------------------------------------
 
 __device__ inline xmc_mb *xmc_mb_alloc_listed(xmc_region *r, uint32_t units) {
-  if (cuda::atomic_ref<uint32_t, cuda::thread_scope_device>(r->free_head).load(cuda::memory_order_relaxed) ==
-      xmc_nil)
-    return nullptr;
+  if (xmc_atomic_u64(r->free_units).load(cuda::memory_order_relaxed) < units) return nullptr;  // not worth the lock
   xmc_mb_lock(r);
   xmc_mb *mb = nullptr;
   for (uint32_t u = r->free_head; u != xmc_nil; u = xmc_mb_at(r, u)->free_next) {

@@ -167,10 +167,13 @@ __device__ inline xmc_mb *xmc_sb_cursor_claim(int cls, unsigned k, uint32_t *tak
       *taken = xmc_bits_below(k);
       return mb;
     }
-    // Used up, or being replaced: wait until the installer is done.
+    // Used up, or being replaced: wait until the installer is done. An
+    // empty cursor then means it failed (or a reclaim took the cursor's
+    // Superblock): no claim here now, rather than every waiter trying again.
     for (unsigned long long now;; __nanosleep(64)) {
       now = cursor.load(cuda::memory_order_relaxed);
       uint32_t now_ref = (uint32_t)(now >> 32);
+      if (now == xmc_cursor_empty) return nullptr;
       if (now_ref != xmc_cursor_installing && (now_ref != ref || (uint32_t)now < start)) break;
     }
   }
