@@ -18,9 +18,12 @@ __device__ __forceinline__ unsigned xmc_buffer_index(int cls, unsigned salt) {
   return cls * h.num_buffers + r;
 }
 
+// The exchange slot `salt` picks in front of buffer `index`: hashed, so that
+// warps whose salts differ by a multiple of the SM count still spread.
 __device__ __forceinline__ xmc_atomic32 xmc_hot_slot(unsigned index, unsigned salt) {
   const xmc_heap &h = xmc_c_heap;
-  return xmc_atomic32(h.hot[index * xmc_hot_slots + salt / h.buffers_per_sm % xmc_hot_slots]);
+  const unsigned hash = (salt / h.buffers_per_sm * 0x9E3779B1u) >> 16;
+  return xmc_atomic32(h.hot[index * xmc_hot_slots + hash % xmc_hot_slots]);
 }
 
 __device__ __forceinline__ uint64_t *xmc_chunk_tag(char *chunk) { return (uint64_t *)chunk + 3; }
@@ -32,7 +35,9 @@ __device__ inline char *xmc_chunk_source_warp(unsigned group, int cls, bool ever
   return (char *)xmc_mb_alloc(xmc_class_stride(cls) >> xmc_unit_shift, xmc_kind_memory, cls);
 }
 
-static __device__ __noinline__ void xmc_chunk_sink(char *chunk, uint64_t tag) {
+// Gives a chunk back to where it came from, as its tag says.
+static __device__ __noinline__ void xmc_chunk_sink(char *chunk) {
+  const uint64_t tag = xmc_atomic64(*xmc_chunk_tag(chunk)).load(cuda::memory_order_relaxed);
   if (xmc_tag::kind(tag) == xmc_kind_basic) xmc_sb_return(chunk, tag);
   else xmc_mb_free((xmc_mb *)chunk);
 }
@@ -72,14 +77,13 @@ static __device__ __noinline__ bool xmc_reclaim() {
     uint32_t ref = slot.load(cuda::memory_order_relaxed);
     if (ref == xmc_nil || (ref = slot.exchange(xmc_nil, cuda::memory_order_acq_rel)) == xmc_nil) continue;
     char *chunk = xmc_deref(ref);
-    xmc_chunk_sink(chunk, xmc_atomic64(*xmc_chunk_tag(chunk)).load(cuda::memory_order_relaxed));
+    xmc_chunk_sink(chunk);
   }
   for (int cls = 0; run && h.buffering && cls < xmc_classes; ++cls)
     for (unsigned r = 0; r < h.num_buffers; ++r) {
       xmc_fifo *f = &h.buffers[cls * h.num_buffers + r];
       for (uint32_t n = xmc_fifo_size(f), ref; n-- && (ref = xmc_fifo_dequeue(f)) != xmc_nil;) {
-        char *chunk = xmc_deref(ref);
-        xmc_chunk_sink(chunk, xmc_atomic64(*xmc_chunk_tag(chunk)).load(cuda::memory_order_relaxed));
+        xmc_chunk_sink(xmc_deref(ref));
       }
     }
   for (unsigned i = 0; run && h.superblocks && i < xmc_classes * h.num_sb_cursors; ++i)
@@ -140,22 +144,20 @@ __device__ inline char *xmc_buffer_get_warp(unsigned group, int cls) {
   return chunk;
 }
 
-// Returns a chunk whose live bit the caller has cleared: into an exchange
-// slot; the chunk it displaces goes on to the FIFO behind it, or to its source.
-__device__ inline void xmc_buffer_put(char *chunk, uint64_t tag) {
+// Returns a chunk of class `cls` in `region` whose live bit the caller has
+// cleared: into an exchange slot; the chunk it displaces goes on to the FIFO
+// behind it, or to its source.
+__device__ inline void xmc_buffer_put(char *chunk, int cls, uint32_t region) {
   const xmc_heap &h = xmc_c_heap;
-  const int cls = xmc_tag::cls(tag);
   xmc_sm_stats *st = xmc_stats_here();
   atomicAdd(&st->frees[cls], 1ull);
   atomicAdd(&st->frees_total, 1ull);
   if (h.buffering) {
     const unsigned salt = xmc_warp_salt() + xmc_lane_id();
     const unsigned index = xmc_buffer_index(cls, salt);
-    uint32_t ref = xmc_hot_slot(index, salt).exchange(xmc_ref(chunk, xmc_tag::region(tag)),
-                                                       cuda::memory_order_acq_rel);
+    uint32_t ref = xmc_hot_slot(index, salt).exchange(xmc_ref(chunk, region), cuda::memory_order_acq_rel);
     if (ref == xmc_nil || xmc_fifo_enqueue(&h.buffers[index], ref)) return;
     chunk = xmc_deref(ref);
-    tag = xmc_atomic64(*xmc_chunk_tag(chunk)).load(cuda::memory_order_relaxed);
   }
-  xmc_chunk_sink(chunk, tag);
+  xmc_chunk_sink(chunk);
 }

@@ -12,8 +12,8 @@
 #include "buffer.cuh"
 #include "size_class.cuh"
 
-struct xmc_coalesced {
-  uint32_t count;        // live compartments
+struct alignas(8) xmc_coalesced {
+  uint32_t count;        // live compartments (the low word of the pair)
   uint32_t units;        // 16-byte units of all compartments
 };
 
@@ -53,15 +53,24 @@ __device__ inline void *xmc_coalesce_malloc(unsigned group, size_t size) {
   return p + offset + 8;
 }
 
-// Lanes of `group` free compartments of the coalesced block at `p`; the lane
-// that brings the count to zero returns the chunk.
-__device__ inline bool xmc_coalesce_release(unsigned group, char *p) {
-  bool last = false;
-  if ((int)xmc_lane_id() == xmc_warp_leader(group)) {
-    uint32_t n = __popc(group);
-    last = atomicSub(&((xmc_coalesced *)p)->count, n) == n;
-  }
-  return last;
+// Lanes of `group` free compartments of the coalesced block at `p`. One
+// 64-bit atomic takes their number off the count and reads the units beside
+// it; the lane that brings the count to zero gets the units (else 0).
+__device__ inline uint32_t xmc_coalesce_release(unsigned group, char *p) {
+  if ((int)xmc_lane_id() != xmc_warp_leader(group)) return 0;
+  const uint32_t n = __popc(group);
+  const unsigned long long old = atomicAdd((unsigned long long *)p, 0ull - n);  // count is the low word
+  return (uint32_t)old == n ? (uint32_t)(old >> 32) : 0;
+}
+
+// The last compartment is gone: the chunk goes back to its class. No tag is
+// read (the class follows from the compartments' size, the region from the
+// address), and its live bit is cleared without waiting for the result.
+__device__ inline void xmc_coalesce_recycle(char *p, uint32_t units) {
+  char *chunk = p - xmc_chunk_header;
+  atomicAnd((unsigned long long *)xmc_chunk_tag(chunk), ~xmc_tag::live);
+  const int cls = xmc_class_of(sizeof(xmc_coalesced) + units * 16);
+  xmc_buffer_put(chunk, cls, xmc_region_of(chunk));
 }
 
 // Usable bytes of a compartment from its header.

@@ -22,6 +22,15 @@ __device__ __forceinline__ char *xmc_deref(uint32_t ref) {
          ((size_t)(ref & ((1u << xmc_region_unit_bits) - 1)) << xmc_unit_shift);
 }
 
+// Region holding `p` (a pointer into the heap).
+__device__ __forceinline__ uint32_t xmc_region_of(const char *p) {
+  uint32_t i = 0;
+  while (i + 1 < xmc_c_heap.num_regions &&
+         (size_t)(p - xmc_c_heap.regions[i].base) >= ((size_t)xmc_c_heap.regions[i].units << xmc_unit_shift))
+    ++i;
+  return i;
+}
+
 // ---- setup (host.cu) -------------------------------------------------------
 
 // Installs `h` as this device's heap, state and constant copy (h.ready == 0

@@ -69,7 +69,7 @@ static __device__ void xmc_free_chunk(char *chunk) {
     return;
   }
   t &= ~xmc_tag::live;
-  if (xmc_tag::cls(t) != xmc_class_large) return xmc_buffer_put(chunk, t);
+  if (xmc_tag::cls(t) != xmc_class_large) return xmc_buffer_put(chunk, xmc_tag::cls(t), xmc_tag::region(t));
   xmc_sm_stats *st = xmc_stats_here();
   atomicAdd(&st->large_frees, 1ull);
   atomicAdd(&st->large_units_freed, (unsigned long long)((xmc_mb *)chunk)->size_units);
@@ -82,7 +82,7 @@ static __device__ void xmc_free_compartment(unsigned group, char *p, uint64_t hd
   char *block = p - 8 - xmc_comp::offset(hdr);
   *(uint64_t *)(p - 8) = (hdr & ~0xffffull) | xmc_magic_comp_freed;
   __syncwarp(group);  // every mark lands before the block can be handed out again
-  if (xmc_coalesce_release(group, block)) xmc_free_chunk(block - xmc_chunk_header);
+  if (uint32_t units = xmc_coalesce_release(group, block)) xmc_coalesce_recycle(block, units);
 }
 
 // The block xmcMalloc handed out at `p` (header word `hdr`), for xmcAlignedAlloc's
