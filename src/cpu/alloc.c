@@ -56,7 +56,9 @@ size_t mm_usable_size(const void *p) {
   if (p == NULL) return 0;
   mm_segment_t *seg = mm_segment_of(p);
   if (seg->kind == MM_SEGMENT_LARGE) return seg->block_size;
-  return mm_segment_page_of(seg, p)->block_size;
+  mm_page_t *page = mm_segment_page_of(seg, p);
+  if (!page->has_aligned) return page->block_size;
+  return page->block_size - (size_t)((uintptr_t)p - (uintptr_t)mm_page_block_of(page, p));
 }
 
 MM_EXPORT size_t mm_malloc_usable_size(const void *p) {

@@ -17,12 +17,13 @@
 void mm_page_init(mm_page_t *page, mm_segment_t *seg, unsigned size_class) {
   size_t area;
   page->start = mm_segment_page_area(seg, page->index, &area);
-  page->block_size = mm_size_class_size(size_class);
+  page->block_size = (uint32_t)mm_size_class_size(size_class);
+  page->stride = (uint32_t)mm_class_stride(size_class);
   page->size_class = (uint8_t)size_class;
-  page->reserved = (uint32_t)(area / page->block_size);
+  page->reserved = (uint32_t)(area / page->stride);
   page->capacity = 0;
   page->used = 0;
-  page->in_full = 0;
+  page->flags = 0;
   page->free = NULL;
   mm_atomic_store_relaxed(&page->xthread_free, 0);
   page->next = page->prev = NULL;
@@ -33,12 +34,13 @@ void mm_page_init(mm_page_t *page, mm_segment_t *seg, unsigned size_class) {
 bool mm_page_extend(mm_page_t *page) {
   size_t left = page->reserved - page->capacity;
   if (left == 0) return false;
-  size_t n = MM_EXTEND_BYTES / page->block_size;
+  size_t stride = page->stride;
+  size_t n = MM_EXTEND_BYTES / stride;
   if (n == 0) n = 1;
   if (n > left) n = left;
-  uint8_t *first = page->start + page->capacity * page->block_size;
+  uint8_t *first = page->start + page->capacity * stride;
   uint8_t *b = first;
-  for (size_t i = 1; i < n; i++, b += page->block_size) ((mm_block_t *)b)->next = (mm_block_t *)(b + page->block_size);
+  for (size_t i = 1; i < n; i++, b += stride) ((mm_block_t *)b)->next = (mm_block_t *)(b + stride);
   ((mm_block_t *)b)->next = page->free;
   page->free = (mm_block_t *)first;
   page->capacity += (uint32_t)n;
@@ -119,10 +121,10 @@ void mm_page_free_local_slow(mm_segment_t *seg, mm_page_t *page, mm_block_t *blo
  * makes no system call; the rest goes back to the OS and will be carved
  * afresh, so freed big blocks do not stay resident. */
 static void mm_page_shrink(mm_page_t *page) {
-  uint32_t keep = (uint32_t)(MM_KEEP_BYTES / page->block_size);
+  uint32_t keep = (uint32_t)(MM_KEEP_BYTES / page->stride);
   if (keep == 0) keep = 1;
   if (page->block_size <= MM_MEDIUM_BLOCK_MAX || page->capacity <= keep) return;
-  mm_os_purge(page->start + keep * page->block_size, (page->capacity - keep) * page->block_size);
+  mm_os_purge(page->start + (size_t)keep * page->stride, (size_t)(page->capacity - keep) * page->stride);
   page->free = NULL;
   page->capacity = 0;
   while (page->capacity < keep) mm_page_extend(page);

@@ -35,6 +35,8 @@
 #define MM_DIRECT_COUNT        (MM_DIRECT_MAX / MM_ALIGNMENT + 1)
 #define MM_EXTEND_BYTES        ((size_t)8 * 1024)               /* free-list growth per step */
 #define MM_KEEP_BYTES          ((size_t)1024 * 1024)            /* kept by an empty page of big blocks */
+#define MM_COLOR_MIN           ((size_t)2048)                   /* classes from here are padded (mm_class_stride) */
+#define MM_COLOR_PAD           ((size_t)64)                     /* one cache line */
 
 typedef struct mm_block_s mm_block_t;
 typedef struct mm_page_s mm_page_t;
@@ -60,11 +62,18 @@ typedef enum mm_delayed_e {
 struct mm_page_s {
   mm_block_t *free;       /* blocks ready for malloc and freed by the owner (owner only, LIFO) */
   uint32_t used;          /* blocks handed out and not yet seen freed by the owner */
-  uint8_t in_full;        /* page sits in heap->full, not in its class queue */
+  union {
+    struct {
+      uint8_t in_full;     /* page sits in heap->full, not in its class queue */
+      uint8_t has_aligned; /* some block was handed out by an inner aligned address */
+    };
+    uint16_t flags;        /* either: free takes the slow path */
+  };
   uint8_t size_class;     /* class index, for queues and stats */
-  uint16_t index;         /* slot in its segment */
+  uint8_t index;          /* slot in its segment */
   uintptr_t xthread_free; /* atomic: blocks freed by other threads | mm_delayed_t tag */
-  size_t block_size;      /* bytes per block (0: slot is not in use) */
+  uint32_t block_size;    /* bytes per block (0: slot is not in use) */
+  uint32_t stride;        /* distance between blocks: block_size, padded from MM_COLOR_MIN */
   uint8_t *start;         /* first block */
   uint32_t capacity;      /* blocks linked into the free lists so far (grows lazily) */
   uint32_t reserved;      /* blocks that fit in the page */
