@@ -29,16 +29,19 @@ void mm_page_init(mm_page_t *page, mm_segment_t *seg, unsigned size_class) {
   page->next = page->prev = NULL;
 }
 
-/* Links the next few untouched blocks into `free`, so that a fresh page
- * commits its memory as it is used, not all at once. */
+/* Links the untouched blocks that start in the next OS page into `free`
+ * (at least one), so that a page commits its memory one OS page at a time
+ * as it is used.  Carving 8 KiB at a time left up to a page's worth of
+ * linked but unused blocks resident in every class in use, which small
+ * programs feel: syn-string.rep's 120 KB live had 34 classes. */
 bool mm_page_extend(mm_page_t *page) {
   size_t left = page->reserved - page->capacity;
   if (left == 0) return false;
   size_t stride = page->stride;
-  size_t n = MM_EXTEND_BYTES / stride;
-  if (n == 0) n = 1;
-  if (n > left) n = left;
   uint8_t *first = page->start + page->capacity * stride;
+  uintptr_t boundary = ((uintptr_t)first + MM_OS_PAGE_SIZE) & ~(uintptr_t)(MM_OS_PAGE_SIZE - 1);
+  size_t n = (boundary - (uintptr_t)first + stride - 1) / stride;
+  if (n > left) n = left;
   uint8_t *b = first;
   for (size_t i = 1; i < n; i++, b += stride) ((mm_block_t *)b)->next = (mm_block_t *)(b + stride);
   ((mm_block_t *)b)->next = page->free;

@@ -33,7 +33,6 @@
 #define MM_OS_PAGE_SIZE        ((size_t)4096)
 #define MM_DIRECT_MAX          ((size_t)1024)                   /* sizes served by heap->direct */
 #define MM_DIRECT_COUNT        (MM_DIRECT_MAX / MM_ALIGNMENT + 1)
-#define MM_EXTEND_BYTES        ((size_t)8 * 1024)               /* free-list growth per step */
 #define MM_KEEP_BYTES          ((size_t)1024 * 1024)            /* kept by an empty page of big blocks */
 #define MM_COLOR_MIN           ((size_t)2048)                   /* classes from here are padded (mm_class_stride) */
 #define MM_COLOR_PAD           ((size_t)64)                     /* one cache line */
