@@ -99,19 +99,6 @@ void mm_heap_page_unfull(mm_heap_t *heap, mm_page_t *page) {
  * Finding a page with a free block
  * ------------------------------------------------------------------------- */
 
-/* The heap is about to take fresh memory: first it gives back the memory of
- * the empty pages it keeps, one per class (mm_page_retire), so that a
- * program whose sizes drift through many classes does not keep a freed
- * block resident in each.  Checked mode keeps them carved, so that a second
- * free of one of their blocks is still told from a wild pointer. */
-static void mm_heap_purge_kept(mm_heap_t *heap) {
-  if (mm_options.checked) return;
-  for (unsigned c = 0; c < MM_SIZE_CLASS_COUNT; c++) {
-    mm_page_t *page = heap->queues[c].first;
-    if (page != NULL && page->used == 0 && page->capacity > 0) mm_page_purge(page);
-  }
-}
-
 /* The first page of the class with a free block, at the front of its queue;
  * pages found full move to heap->full on the way.  NULL only when the OS
  * refuses memory. */
@@ -132,7 +119,6 @@ mm_page_t *mm_heap_find_page(mm_heap_t *heap, unsigned size_class) {
     else continue; /* a remote free arrived meanwhile: collect again */
     page = next;
   }
-  mm_heap_purge_kept(heap);
   page = mm_segment_page_alloc(heap, size_class);
   if (page == NULL) return NULL;
   mm_page_extend(page);

@@ -64,7 +64,6 @@ bool mm_page_extend(mm_page_t *page);
 bool mm_page_try_mark_full(mm_page_t *page);
 bool mm_page_try_clear_delayed(mm_page_t *page);
 void mm_page_retire(mm_page_t *page);
-void mm_page_purge(mm_page_t *page);
 void mm_page_free_remote(mm_page_t *page, mm_block_t *block);
 void mm_page_free_local_slow(mm_segment_t *seg, mm_page_t *page, mm_block_t *block);
 

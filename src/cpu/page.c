@@ -133,15 +133,6 @@ static void mm_page_shrink(mm_page_t *page) {
   while (page->capacity < keep) mm_page_extend(page);
 }
 
-/* Gives an empty page's memory back to the OS; the page stays in its queue
- * and is carved afresh when its class is used again. */
-void mm_page_purge(mm_page_t *page) {
-  size_t bytes = ((size_t)page->capacity * page->stride + MM_OS_PAGE_SIZE - 1) & ~(MM_OS_PAGE_SIZE - 1);
-  mm_os_purge(page->start, bytes);
-  page->free = NULL;
-  page->capacity = 0;
-}
-
 /* The page has no live block.  The only page of its class stays (so a
  * malloc/free loop at a page boundary does not map and unmap); any other
  * goes back to its segment. */
