@@ -127,7 +127,11 @@ static void mm_page_shrink(mm_page_t *page) {
   uint32_t keep = (uint32_t)(MM_KEEP_BYTES / page->stride);
   if (keep == 0) keep = 1;
   if (page->block_size <= MM_MEDIUM_BLOCK_MAX || page->capacity <= keep) return;
-  mm_os_purge(page->start + (size_t)keep * page->stride, (size_t)(page->capacity - keep) * page->stride);
+  /* whole OS pages only: a padded stride is no multiple of one */
+  uintptr_t mask = MM_OS_PAGE_SIZE - 1;
+  uintptr_t from = ((uintptr_t)page->start + (size_t)keep * page->stride + mask) & ~mask;
+  uintptr_t to = ((uintptr_t)page->start + (size_t)page->capacity * page->stride + mask) & ~mask;
+  mm_os_purge((void *)from, to - from);
   page->free = NULL;
   page->capacity = 0;
   while (page->capacity < keep) mm_page_extend(page);
