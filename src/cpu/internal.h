@@ -68,6 +68,7 @@ void mm_page_free_remote(mm_page_t *page, mm_block_t *block);
 void mm_page_free_local_slow(mm_segment_t *seg, mm_page_t *page, mm_block_t *block);
 
 /* ---- segment.c ---- */
+unsigned mm_segment_kind_for(unsigned size_class);
 mm_page_t *mm_segment_page_alloc(mm_heap_t *heap, unsigned size_class);
 void mm_segment_page_free(mm_heap_t *heap, mm_page_t *page);
 void mm_segment_cache_init(void);

@@ -23,7 +23,7 @@ void mm_segment_cache_init(void) {
   mm_seq_fifo_init(&mm_segment_cache, mm_segment_cache_cells, cap);
 }
 
-static unsigned mm_segment_kind_for(unsigned size_class) {
+unsigned mm_segment_kind_for(unsigned size_class) {
   size_t size = mm_size_class_size(size_class);
   return size <= MM_SMALL_BLOCK_MAX ? MM_SEGMENT_SMALL : size <= MM_MEDIUM_BLOCK_MAX ? MM_SEGMENT_MEDIUM : MM_SEGMENT_SINGLE;
 }
