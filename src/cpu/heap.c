@@ -32,14 +32,19 @@ static mm_page_queue_t *mm_heap_queue_of(mm_heap_t *heap, mm_page_t *page) {
   return page->in_full ? &heap->full : &heap->queues[page->size_class];
 }
 
-/* Points the direct entries of a class at the first page of its queue.
+/* Points the direct entries of a class (heap->direct by size up to 1 KiB,
+ * heap->direct_class by class up to 16 KiB) at the first page of its queue.
  * In checked mode they stay on the empty page so every malloc takes the
  * slow path, where the allocation is recorded. */
 static void mm_heap_direct_update(mm_heap_t *heap, unsigned size_class) {
   size_t size = mm_size_class_size(size_class);
-  if (size > MM_DIRECT_MAX || mm_options.checked) return;
+  if (size > MM_SMALL_BLOCK_MAX || mm_options.checked) return;
   mm_page_t *page = heap->queues[size_class].first;
   if (page == NULL) page = (mm_page_t *)&mm_page_empty;
+  if (size > MM_DIRECT_MAX) {
+    heap->direct_class[size_class - MM_DIRECT_CLASS_FIRST] = page;
+    return;
+  }
   size_t lo = size_class == 0 ? 0 : mm_size_class_size(size_class - 1) / MM_ALIGNMENT + 1;
   for (size_t i = lo; i <= size / MM_ALIGNMENT; i++) heap->direct[i] = page;
 }
@@ -210,6 +215,7 @@ static mm_heap_t *mm_heap_create(void) {
   mm_heap_t *heap = mm_os_alloc(size);
   if (heap == NULL) return NULL;
   for (size_t i = 0; i < MM_DIRECT_COUNT; i++) heap->direct[i] = (mm_page_t *)&mm_page_empty;
+  for (size_t i = 0; i < MM_DIRECT_CLASS_COUNT; i++) heap->direct_class[i] = (mm_page_t *)&mm_page_empty;
   uintptr_t head = mm_atomic_load_relaxed((uintptr_t *)&mm_heaps_all);
   do {
     heap->all_next = (mm_heap_t *)head;

@@ -139,8 +139,9 @@ static inline mm_delayed_t mm_xthread_tag(uintptr_t x) { return (mm_delayed_t)(x
 /* ---- the fast paths ---- */
 static inline void *mm_malloc_inline(size_t size) {
   mm_heap_t *heap = mm_heap_tls;
-  if (mm_likely(size <= MM_DIRECT_MAX)) {
-    mm_page_t *page = heap->direct[(size + MM_ALIGNMENT - 1) / MM_ALIGNMENT];
+  if (mm_likely(size <= MM_SMALL_BLOCK_MAX)) {
+    mm_page_t *page = size <= MM_DIRECT_MAX ? heap->direct[(size + MM_ALIGNMENT - 1) / MM_ALIGNMENT]
+                                            : heap->direct_class[mm_size_class_of(size) - MM_DIRECT_CLASS_FIRST];
     mm_block_t *block = page->free;
     if (mm_likely(block != NULL)) {
       page->free = block->next;

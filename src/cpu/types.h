@@ -33,6 +33,10 @@
 #define MM_OS_PAGE_SIZE        ((size_t)4096)
 #define MM_DIRECT_MAX          ((size_t)1024)                   /* sizes served by heap->direct */
 #define MM_DIRECT_COUNT        (MM_DIRECT_MAX / MM_ALIGNMENT + 1)
+/* Classes above MM_DIRECT_MAX up to MM_SMALL_BLOCK_MAX, served by
+ * heap->direct_class (size_class.h: the class of 2^n bytes is 8n - 49). */
+#define MM_DIRECT_CLASS_FIRST  32                               /* 1152 B */
+#define MM_DIRECT_CLASS_COUNT  32                               /* up to 16 KiB */
 #define MM_KEEP_BYTES          ((size_t)1024 * 1024)            /* kept by an empty page of big blocks */
 #define MM_COLOR_MIN           ((size_t)2048)                   /* classes from here are padded (mm_class_stride) */
 #define MM_COLOR_PAD           ((size_t)64)                     /* one cache line */
@@ -125,6 +129,7 @@ typedef struct mm_heap_stats_s {
  * orphaned whole and adopted by the next new thread. */
 struct mm_heap_s {
   mm_page_t *direct[MM_DIRECT_COUNT];          /* size/16 -> page to malloc from (fast path) */
+  mm_page_t *direct_class[MM_DIRECT_CLASS_COUNT]; /* class - MM_DIRECT_CLASS_FIRST -> page, above 1 KiB */
   mm_page_queue_t queues[MM_SIZE_CLASS_COUNT]; /* pages with (possibly) free blocks, per class */
   mm_page_queue_t full;                        /* pages found full; remote frees notify */
   uintptr_t delayed_free;                      /* atomic: blocks freed remotely into full pages */
