@@ -1,12 +1,13 @@
 /* manymalloc cpu: aligned allocation.
  *
  * Pages start at multiples of 128 KiB (the segment header size), so the
- * blocks of a class whose stride is a multiple of an alignment are aligned:
- * among the classes below 2 KiB we take the smallest that is.  Larger
- * classes are padded for cache coloring (mm_class_stride) and their blocks
- * are only 64-aligned, so there the aligned address lies inside a block
- * big enough to hold it (mimalloc's way); the page is marked, and free and
- * usable_size find the block's start.  Alignments above 128 KiB, and sizes
+ * blocks of an unpadded class whose size is a multiple of an alignment are
+ * aligned: from the request's class on, we take the first that is before a
+ * padded one.  Classes of 2-32 KiB are padded for cache coloring
+ * (mm_class_stride) and their blocks are only 64-aligned, so there the
+ * aligned address lies inside a block big enough to hold it (mimalloc's
+ * way); the page is marked, and free and usable_size find the block's
+ * start.  Alignments above 128 KiB, and sizes
  * beyond the classes, get a large block placed at the alignment. */
 #include "internal.h"
 
@@ -26,8 +27,9 @@ static void *mm_malloc_inner_aligned(size_t size, size_t alignment) {
 void *mm_malloc_aligned(size_t size, size_t alignment) {
   if (alignment <= MM_ALIGNMENT) return mm_malloc_inline(size);
   if (alignment <= MM_SEGMENT_HEADER_SIZE && size <= MM_SIZE_CLASS_MAX - alignment) {
-    for (unsigned c = mm_size_class_of(size < alignment ? alignment : size); mm_size_class_size(c) < MM_COLOR_MIN; c++)
-      if (mm_class_stride(c) % alignment == 0) return mm_malloc_inline(mm_size_class_size(c));
+    for (unsigned c = mm_size_class_of(size < alignment ? alignment : size);
+         c < MM_SIZE_CLASS_COUNT && mm_class_stride(c) == mm_size_class_size(c); c++)
+      if (mm_size_class_size(c) % alignment == 0) return mm_malloc_inline(mm_size_class_size(c));
     return mm_malloc_inner_aligned(size, alignment);
   }
   mm_heap_t *heap = mm_heap_tls;

@@ -120,11 +120,14 @@ static inline mm_page_t *mm_segment_page_of(mm_segment_t *seg, const void *p) {
  * blocks of a size that is a multiple of 1-4 KiB put all their heads on a
  * few sets and evict one another: W2 (3-12 KB) ran 1.4x tcmalloc's time so.
  * One line of padding spreads the heads of classes from 2 KiB over every
- * set, for at most 3% more memory.  (Blocks of padded classes are only
- * 64-aligned; alloc-aligned.c carves larger alignments inside them.) */
+ * set, for 1-3% more memory, up to 32 KiB (W3 has blocks of 16-21 KiB in
+ * medium pages: 1.25x the time unpadded); beyond, a page holds few blocks
+ * and the pad would cost one of them (1 of 8 at 64 KiB, 1 of 4 at 128 KiB).
+ * (Blocks of padded classes are only 64-aligned; alloc-aligned.c carves
+ * larger alignments inside them.) */
 static inline size_t mm_class_stride(unsigned size_class) {
   size_t size = mm_size_class_size(size_class);
-  return size >= MM_COLOR_MIN ? size + MM_COLOR_PAD : size;
+  return size >= MM_COLOR_MIN && size <= MM_COLOR_MAX ? size + MM_COLOR_PAD : size;
 }
 
 /* The block of a page that holds p (p may be an inner aligned address). */

@@ -39,6 +39,7 @@
 #define MM_DIRECT_CLASS_COUNT  32                               /* up to 16 KiB */
 #define MM_KEEP_BYTES          ((size_t)1024 * 1024)            /* kept by an empty page of big blocks */
 #define MM_COLOR_MIN           ((size_t)2048)                   /* classes from here are padded (mm_class_stride) */
+#define MM_COLOR_MAX           ((size_t)32 * 1024)              /* ... up to here */
 #define MM_COLOR_PAD           ((size_t)64)                     /* one cache line */
 
 typedef struct mm_block_s mm_block_t;
