@@ -1,9 +1,10 @@
 /* manymalloc cpu: malloc, calloc, realloc and their slow path.
  *
  * The fast path (mm_malloc_inline in internal.h) pops the first block of the
- * page that heap->direct names for the size.  Everything else arrives in
- * mm_malloc_generic: the first malloc of a thread, sizes above the direct
- * range, an exhausted page, large blocks and checked mode. */
+ * page that heap->direct (or heap->direct_class) names for the size.
+ * Everything else arrives in mm_malloc_generic: the first malloc of a
+ * thread, sizes above the direct range, an exhausted page, large blocks and
+ * checked mode. */
 #include <errno.h>
 
 #include "internal.h"
@@ -56,7 +57,9 @@ size_t mm_usable_size(const void *p) {
   if (p == NULL) return 0;
   mm_segment_t *seg = mm_segment_of(p);
   if (seg->kind == MM_SEGMENT_LARGE) return seg->block_size;
-  return mm_segment_page_of(seg, p)->block_size;
+  mm_page_t *page = mm_segment_page_of(seg, p);
+  if (!page->has_aligned) return page->block_size;
+  return page->block_size - (size_t)((uintptr_t)p - (uintptr_t)mm_page_block_of(page, p));
 }
 
 MM_EXPORT size_t mm_malloc_usable_size(const void *p) {

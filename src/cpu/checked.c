@@ -54,6 +54,12 @@ static size_t mm_checked_bit(mm_segment_t *seg, const void *p) {
   return ((uintptr_t)p - (uintptr_t)seg) / MM_ALIGNMENT;
 }
 
+/* The block handed out at `block` is handed out at p inside it instead. */
+void mm_checked_on_aligned(mm_segment_t *seg, void *block, void *p) {
+  mm_bitmap_clear(mm_checked_bits(seg), mm_checked_bit(seg, block));
+  mm_bitmap_set(mm_checked_bits(seg), mm_checked_bit(seg, p));
+}
+
 void mm_checked_on_malloc(mm_segment_t *seg, void *p) {
   mm_bitmap_set(mm_checked_bits(seg), mm_checked_bit(seg, p));
 }
@@ -111,8 +117,8 @@ static mm_segment_t *mm_checked_validate(const void *p, bool release, const mm_c
   if (seg->heap == NULL || (uintptr_t)p - (uintptr_t)seg < MM_SEGMENT_HEADER_SIZE) mm_fatal_pointer(words->invalid, p);
   mm_page_t *page = mm_segment_page_of(seg, p);
   uintptr_t offset = (uintptr_t)p - (uintptr_t)page->start;
-  if (page->block_size == 0 || (uintptr_t)p < (uintptr_t)page->start || offset % page->block_size != 0 ||
-      offset / page->block_size >= page->capacity)
+  if (page->block_size == 0 || (uintptr_t)p < (uintptr_t)page->start || offset / page->stride >= page->capacity ||
+      (offset % page->stride != 0 && !page->has_aligned) || offset % page->stride >= page->block_size)
     mm_fatal_pointer(words->invalid, p);
   size_t bit = mm_checked_bit(seg, p);
   bool live = release ? mm_bitmap_clear(mm_checked_bits(seg), bit) : mm_bitmap_test(mm_checked_bits(seg), bit);

@@ -3,7 +3,7 @@
  * The fast path (mm_free_inline in internal.h) pushes the block on its
  * page's free list when the calling thread owns the segment.  Here:
  * frees into full pages, frees from other threads (or from a thread whose
- * heap is gone) and large blocks. */
+ * heap is gone), inner aligned addresses and large blocks. */
 #include "internal.h"
 
 static void mm_free_remote(mm_heap_t *heap, mm_page_t *page, mm_block_t *block) {
@@ -19,7 +19,10 @@ void mm_free_generic(mm_segment_t *seg, mm_page_t *page, void *p) {
   mm_heap_t *heap = mm_heap_tls;
   if (seg->kind == MM_SEGMENT_LARGE) {
     mm_large_free(seg);
-  } else if (seg->heap == heap) {
+    return;
+  }
+  if (page->has_aligned) p = mm_page_block_of(page, p);
+  if (seg->heap == heap) {
     mm_page_free_local_slow(seg, page, (mm_block_t *)p);
   } else {
     mm_free_remote(heap, page, (mm_block_t *)p);

@@ -32,14 +32,19 @@ static mm_page_queue_t *mm_heap_queue_of(mm_heap_t *heap, mm_page_t *page) {
   return page->in_full ? &heap->full : &heap->queues[page->size_class];
 }
 
-/* Points the direct entries of a class at the first page of its queue.
+/* Points the direct entries of a class (heap->direct by size up to 1 KiB,
+ * heap->direct_class by class up to 16 KiB) at the first page of its queue.
  * In checked mode they stay on the empty page so every malloc takes the
  * slow path, where the allocation is recorded. */
 static void mm_heap_direct_update(mm_heap_t *heap, unsigned size_class) {
   size_t size = mm_size_class_size(size_class);
-  if (size > MM_DIRECT_MAX || mm_options.checked) return;
+  if (size > MM_SMALL_BLOCK_MAX || mm_options.checked) return;
   mm_page_t *page = heap->queues[size_class].first;
   if (page == NULL) page = (mm_page_t *)&mm_page_empty;
+  if (size > MM_DIRECT_MAX) {
+    heap->direct_class[size_class - MM_DIRECT_CLASS_FIRST] = page;
+    return;
+  }
   size_t lo = size_class == 0 ? 0 : mm_size_class_size(size_class - 1) / MM_ALIGNMENT + 1;
   for (size_t i = lo; i <= size / MM_ALIGNMENT; i++) heap->direct[i] = page;
 }
@@ -99,6 +104,33 @@ void mm_heap_page_unfull(mm_heap_t *heap, mm_page_t *page) {
  * Finding a page with a free block
  * ------------------------------------------------------------------------- */
 
+/* A fresh page for the class.  For blocks above 16 KiB, preferably an empty
+ * page that another class keeps (mm_page_retire) in a segment of the same
+ * kind, whose carved memory is still resident: a program whose big sizes
+ * drift through classes, as compilers' and interpreters' do, then reuses
+ * it instead of touching new memory, and keeps no freed block resident in
+ * each class (gcc-O2.rep kept 1.2 MB so, for 3.3 MB live).  Small pages
+ * stay with their class: taking them over too made trace replays up to 13%
+ * slower, their classes coming back soon to carve a page afresh.  Checked
+ * mode leaves kept pages alone, so that a second free of one of their
+ * blocks is still told from a wild pointer. */
+static mm_page_t *mm_heap_page_alloc(mm_heap_t *heap, unsigned size_class) {
+  unsigned kind = mm_segment_kind_for(size_class);
+  if (kind == MM_SEGMENT_SMALL || mm_options.checked) return mm_segment_page_alloc(heap, size_class);
+  for (unsigned c = 0; c < MM_SIZE_CLASS_COUNT; c++) {
+    mm_page_t *page = heap->queues[c].first;
+    if (page == NULL || page->used != 0) continue;
+    mm_segment_t *seg = mm_segment_of(page->start);
+    if (seg->kind != kind) continue;
+    mm_heap_queue_remove(heap, page);
+    heap->stats.pages[c]--;
+    heap->stats.pages[size_class]++;
+    mm_page_init(page, seg, size_class);
+    return page;
+  }
+  return mm_segment_page_alloc(heap, size_class);
+}
+
 /* The first page of the class with a free block, at the front of its queue;
  * pages found full move to heap->full on the way.  NULL only when the OS
  * refuses memory. */
@@ -119,7 +151,7 @@ mm_page_t *mm_heap_find_page(mm_heap_t *heap, unsigned size_class) {
     else continue; /* a remote free arrived meanwhile: collect again */
     page = next;
   }
-  page = mm_segment_page_alloc(heap, size_class);
+  page = mm_heap_page_alloc(heap, size_class);
   if (page == NULL) return NULL;
   mm_page_extend(page);
   mm_heap_queue_push_front(heap, page);
@@ -183,6 +215,7 @@ static mm_heap_t *mm_heap_create(void) {
   mm_heap_t *heap = mm_os_alloc(size);
   if (heap == NULL) return NULL;
   for (size_t i = 0; i < MM_DIRECT_COUNT; i++) heap->direct[i] = (mm_page_t *)&mm_page_empty;
+  for (size_t i = 0; i < MM_DIRECT_CLASS_COUNT; i++) heap->direct_class[i] = (mm_page_t *)&mm_page_empty;
   uintptr_t head = mm_atomic_load_relaxed((uintptr_t *)&mm_heaps_all);
   do {
     heap->all_next = (mm_heap_t *)head;

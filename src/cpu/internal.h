@@ -68,6 +68,7 @@ void mm_page_free_remote(mm_page_t *page, mm_block_t *block);
 void mm_page_free_local_slow(mm_segment_t *seg, mm_page_t *page, mm_block_t *block);
 
 /* ---- segment.c ---- */
+unsigned mm_segment_kind_for(unsigned size_class);
 mm_page_t *mm_segment_page_alloc(mm_heap_t *heap, unsigned size_class);
 void mm_segment_page_free(mm_heap_t *heap, mm_page_t *page);
 void mm_segment_cache_init(void);
@@ -92,6 +93,7 @@ void mm_checked_init(void);
 void mm_checked_on_map(mm_segment_t *seg);
 void mm_checked_on_unmap(mm_segment_t *seg, bool large_block);
 void mm_checked_on_malloc(mm_segment_t *seg, void *p);
+void mm_checked_on_aligned(mm_segment_t *seg, void *block, void *p);
 void mm_checked_free(void *p);
 void mm_checked_realloc(const void *p);
 void mm_fatal_pointer(const char *what, const void *p) __attribute__((noreturn));
@@ -113,14 +115,36 @@ static inline mm_page_t *mm_segment_page_of(mm_segment_t *seg, const void *p) {
   return &seg->pages[((uintptr_t)p - (uintptr_t)seg) >> seg->page_shift];
 }
 
+/* Distance between the blocks of a class.  malloc and free work on a block's
+ * first cache line, and a line's L1 set is fixed by address bits 6-11, so
+ * blocks of a size that is a multiple of 1-4 KiB put all their heads on a
+ * few sets and evict one another: W2 (3-12 KB) ran 1.4x tcmalloc's time so.
+ * One line of padding spreads the heads of classes from 2 KiB over every
+ * set, for 1-3% more memory, up to 32 KiB (W3 has blocks of 16-21 KiB in
+ * medium pages: 1.25x the time unpadded); beyond, a page holds few blocks
+ * and the pad would cost one of them (1 of 8 at 64 KiB, 1 of 4 at 128 KiB).
+ * (Blocks of padded classes are only 64-aligned; alloc-aligned.c carves
+ * larger alignments inside them.) */
+static inline size_t mm_class_stride(unsigned size_class) {
+  size_t size = mm_size_class_size(size_class);
+  return size >= MM_COLOR_MIN && size <= MM_COLOR_MAX ? size + MM_COLOR_PAD : size;
+}
+
+/* The block of a page that holds p (p may be an inner aligned address). */
+static inline mm_block_t *mm_page_block_of(const mm_page_t *page, const void *p) {
+  size_t offset = (size_t)((uintptr_t)p - (uintptr_t)page->start);
+  return (mm_block_t *)(page->start + offset / page->stride * page->stride);
+}
+
 static inline mm_block_t *mm_xthread_list(uintptr_t x) { return (mm_block_t *)(x & ~MM_DELAYED_MASK); }
 static inline mm_delayed_t mm_xthread_tag(uintptr_t x) { return (mm_delayed_t)(x & MM_DELAYED_MASK); }
 
 /* ---- the fast paths ---- */
 static inline void *mm_malloc_inline(size_t size) {
   mm_heap_t *heap = mm_heap_tls;
-  if (mm_likely(size <= MM_DIRECT_MAX)) {
-    mm_page_t *page = heap->direct[(size + MM_ALIGNMENT - 1) / MM_ALIGNMENT];
+  if (mm_likely(size <= MM_SMALL_BLOCK_MAX)) {
+    mm_page_t *page = size <= MM_DIRECT_MAX ? heap->direct[(size + MM_ALIGNMENT - 1) / MM_ALIGNMENT]
+                                            : heap->direct_class[mm_size_class_of(size) - MM_DIRECT_CLASS_FIRST];
     mm_block_t *block = page->free;
     if (mm_likely(block != NULL)) {
       page->free = block->next;
@@ -141,7 +165,7 @@ static inline void mm_free_inline(void *p) {
   mm_segment_t *seg = mm_segment_of(p);
   mm_page_t *page = mm_segment_page_of(seg, p);
   mm_heap_t *heap = mm_heap_tls;
-  if (mm_likely(seg->heap == heap && !page->in_full)) {
+  if (mm_likely(seg->heap == heap && page->flags == 0)) {
     mm_block_t *block = (mm_block_t *)p;
     block->next = page->free;
     page->free = block;

@@ -12,6 +12,7 @@
 _Static_assert(offsetof(mm_segment_t, pages[1]) <= MM_LARGE_OFFSET,
                "a large block's header must fit before the block");
 _Static_assert(sizeof(mm_segment_t) <= MM_SEGMENT_CHECK_OFFSET, "segment header too big");
+_Static_assert(MM_MAX_PAGES <= 256, "mm_page_t.index is a byte");
 
 #define MM_SEGMENT_CACHE_MAX 1024
 static mm_fifo_cell_t mm_segment_cache_cells[MM_SEGMENT_CACHE_MAX];
@@ -22,7 +23,7 @@ void mm_segment_cache_init(void) {
   mm_seq_fifo_init(&mm_segment_cache, mm_segment_cache_cells, cap);
 }
 
-static unsigned mm_segment_kind_for(unsigned size_class) {
+unsigned mm_segment_kind_for(unsigned size_class) {
   size_t size = mm_size_class_size(size_class);
   return size <= MM_SMALL_BLOCK_MAX ? MM_SEGMENT_SMALL : size <= MM_MEDIUM_BLOCK_MAX ? MM_SEGMENT_MEDIUM : MM_SEGMENT_SINGLE;
 }
@@ -54,7 +55,7 @@ static void mm_segment_setup(mm_segment_t *seg, mm_heap_t *heap, unsigned kind) 
   seg->mapped_size = MM_SEGMENT_SIZE;
   seg->page_count = (uint32_t)(MM_SEGMENT_SIZE >> shift);
   for (uint32_t i = 0; i < seg->page_count; i++) {
-    seg->pages[i].index = (uint16_t)i;
+    seg->pages[i].index = (uint8_t)i;
     if (((uintptr_t)(i + 1) << shift) > MM_SEGMENT_HEADER_SIZE) seg->free_pages |= (uint64_t)1 << i;
   }
 }

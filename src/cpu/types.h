@@ -33,8 +33,14 @@
 #define MM_OS_PAGE_SIZE        ((size_t)4096)
 #define MM_DIRECT_MAX          ((size_t)1024)                   /* sizes served by heap->direct */
 #define MM_DIRECT_COUNT        (MM_DIRECT_MAX / MM_ALIGNMENT + 1)
-#define MM_EXTEND_BYTES        ((size_t)8 * 1024)               /* free-list growth per step */
+/* Classes above MM_DIRECT_MAX up to MM_SMALL_BLOCK_MAX, served by
+ * heap->direct_class (size_class.h: the class of 2^n bytes is 8n - 49). */
+#define MM_DIRECT_CLASS_FIRST  32                               /* 1152 B */
+#define MM_DIRECT_CLASS_COUNT  32                               /* up to 16 KiB */
 #define MM_KEEP_BYTES          ((size_t)1024 * 1024)            /* kept by an empty page of big blocks */
+#define MM_COLOR_MIN           ((size_t)2048)                   /* classes from here are padded (mm_class_stride) */
+#define MM_COLOR_MAX           ((size_t)32 * 1024)              /* ... up to here */
+#define MM_COLOR_PAD           ((size_t)64)                     /* one cache line */
 
 typedef struct mm_block_s mm_block_t;
 typedef struct mm_page_s mm_page_t;
@@ -60,11 +66,18 @@ typedef enum mm_delayed_e {
 struct mm_page_s {
   mm_block_t *free;       /* blocks ready for malloc and freed by the owner (owner only, LIFO) */
   uint32_t used;          /* blocks handed out and not yet seen freed by the owner */
-  uint8_t in_full;        /* page sits in heap->full, not in its class queue */
+  union {
+    struct {
+      uint8_t in_full;     /* page sits in heap->full, not in its class queue */
+      uint8_t has_aligned; /* some block was handed out by an inner aligned address */
+    };
+    uint16_t flags;        /* either: free takes the slow path */
+  };
   uint8_t size_class;     /* class index, for queues and stats */
-  uint16_t index;         /* slot in its segment */
+  uint8_t index;          /* slot in its segment */
   uintptr_t xthread_free; /* atomic: blocks freed by other threads | mm_delayed_t tag */
-  size_t block_size;      /* bytes per block (0: slot is not in use) */
+  uint32_t block_size;    /* bytes per block (0: slot is not in use) */
+  uint32_t stride;        /* distance between blocks: block_size, padded from MM_COLOR_MIN */
   uint8_t *start;         /* first block */
   uint32_t capacity;      /* blocks linked into the free lists so far (grows lazily) */
   uint32_t reserved;      /* blocks that fit in the page */
@@ -117,6 +130,7 @@ typedef struct mm_heap_stats_s {
  * orphaned whole and adopted by the next new thread. */
 struct mm_heap_s {
   mm_page_t *direct[MM_DIRECT_COUNT];          /* size/16 -> page to malloc from (fast path) */
+  mm_page_t *direct_class[MM_DIRECT_CLASS_COUNT]; /* class - MM_DIRECT_CLASS_FIRST -> page, above 1 KiB */
   mm_page_queue_t queues[MM_SIZE_CLASS_COUNT]; /* pages with (possibly) free blocks, per class */
   mm_page_queue_t full;                        /* pages found full; remote frees notify */
   uintptr_t delayed_free;                      /* atomic: blocks freed remotely into full pages */

@@ -3,7 +3,7 @@
  * can be watched from outside. It prints the pointer it is about to misuse on
  * stdout, so the test can find it named in the allocator's message.
  * Usage: checked_child normal|double-free|double-free-later|double-free-large|
- *                      double-free-remote|free-stack|free-interior|
+ *                      double-free-remote|double-free-aligned|free-stack|free-interior|
  *                      free-never-allocated */
 #include <manymalloc/manymalloc.h>
 
@@ -79,6 +79,12 @@ static int run_misuse(const char *mode) {
     announce(p);
     if (pthread_create(&t, NULL, free_in_thread, p) != 0) return 2;
     pthread_join(t, NULL);
+    mm_free(p);
+  } else if (strcmp(mode, "double-free-aligned") == 0) {
+    /* An aligned address inside a bigger block (classes of 2 KiB and more). */
+    void *p = mm_aligned_alloc(4096, 4096);
+    announce(p);
+    mm_free(p);
     mm_free(p);
   } else if (strcmp(mode, "free-stack") == 0) {
     char on_stack[256] __attribute__((aligned(64)));

@@ -90,6 +90,23 @@ TEST(Api, AlignedAllocRejectsBadAlignment) {
   }
 }
 
+// Blocks of 2 KiB and more are only 64-aligned (cache coloring), so larger
+// alignments there are addresses inside a block: realloc, usable size and
+// free must work from them like from any block.
+TEST(Api, ReallocOfAlignedBlockKeepsItsContents) {
+  for (size_t alignment = 128; alignment <= 64 * 1024; alignment *= 2)
+    for (size_t size : {size_t(100), size_t(3000), size_t(5000), size_t(20000), size_t(70000)}) {
+      void *p = mm_aligned_alloc(alignment, size);
+      expect_usable_block(p, size, alignment);
+      const size_t usable = mm_malloc_usable_size(p);
+      memset(p, 0x5a, usable);  // all of the usable size is ours
+      void *q = mm_realloc(p, 3 * size);
+      ASSERT_NE(q, nullptr);
+      for (size_t i = 0; i < size; i++) ASSERT_EQ(static_cast<unsigned char *>(q)[i], 0x5a) << alignment << " " << size;
+      mm_free(q);
+    }
+}
+
 TEST(Api, MemalignHonoursEveryAlignment) {
   for (size_t alignment : valid_alignments())
     for (size_t size : kAlignedSizes) {

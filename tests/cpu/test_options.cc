@@ -51,6 +51,10 @@ TEST(Checked, DoubleFreeAcrossThreadsAborts) {
   expect_caught("double-free-remote", {"double free of pointer"});
 }
 
+TEST(Checked, DoubleFreeOfAlignedBlockAborts) {
+  expect_caught("double-free-aligned", {"double free of pointer"});
+}
+
 // Once a large block is returned to the OS the allocator may no longer know
 // it was ever its own: either message is right, silence is not.
 TEST(Checked, DoubleFreeOfLargeBlockAborts) {
