@@ -51,6 +51,10 @@ def _dpkg_version(package):
 
 
 def _git_commit(repo):
+    """SOURCE_REV when given (a copy of the tree on another machine may carry a
+    stale .git), else what git describes."""
+    if os.environ.get("SOURCE_REV"):
+        return os.environ["SOURCE_REV"]
     r = subprocess.run(["git", "-C", repo, "describe", "--always", "--dirty"], capture_output=True, text=True)
     return r.stdout.strip() if r.returncode == 0 else "unknown commit"
 
