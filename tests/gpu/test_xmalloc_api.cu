@@ -1,6 +1,6 @@
 // tests/gpu/test_xmalloc_api.cu: XMalloc's API, one behaviour per test: the
 // host calls' error codes, xmcFree(NULL), calloc, realloc, aligned alloc,
-// large blocks, xmcGrow, statistics, double free, several devices.
+// large blocks, xmcGrow, statistics and their peak, double free, several devices.
 #include "gpu_test.cuh"
 
 namespace {
@@ -172,6 +172,23 @@ TEST_F(XmcApi, StatsCountAndReturnToZero) {
   XMC_OK(xmcGetStats(&st));
   EXPECT_EQ(0u, st.bytes_in_use);
   EXPECT_EQ(0u, st.failed_allocs);
+}
+
+// Carving keeps no counter of bytes held; the peak is sampled when memory
+// goes back to the heap, so a block already freed still shows in it.
+TEST_F(XmcApi, PeakCoversBlocksAlreadyFreed) {
+  init(16 << 20);
+  DeviceArray<void *> out(1);
+  LAUNCH_OK(k_malloc_one<<<1, 1>>>(out.ptr, (size_t)8 << 20));
+  ASSERT_NE(nullptr, out.host()[0]);
+  LAUNCH_OK(k_free_each<<<1, 1>>>(out.ptr));
+  LAUNCH_OK(k_malloc_one<<<1, 1>>>(out.ptr, 64));
+  ASSERT_NE(nullptr, out.host()[0]);
+  xmcStats st;
+  XMC_OK(xmcGetStats(&st));
+  EXPECT_GE(st.bytes_in_use_peak, (size_t)8 << 20);
+  EXPECT_LT(st.heap_bytes - st.bytes_free, (size_t)1 << 20) << "the 8 MiB block went back to the heap";
+  LAUNCH_OK(k_free_each<<<1, 1>>>(out.ptr));
 }
 
 __global__ void k_double_free(void **ptrs) {
