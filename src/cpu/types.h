@@ -37,6 +37,8 @@
  * heap->direct_class (size_class.h: the class of 2^n bytes is 8n - 49). */
 #define MM_DIRECT_CLASS_FIRST  32                               /* 1152 B */
 #define MM_DIRECT_CLASS_COUNT  32                               /* up to 16 KiB */
+#define MM_MEDIUM_CLASS_FIRST  64                               /* 18 KiB: the first class above MM_SMALL_BLOCK_MAX */
+#define MM_BORROW_CLASSES      8                                /* a big class borrows from up to this many classes up (2x) */
 #define MM_KEEP_BYTES          ((size_t)1024 * 1024)            /* kept by an empty page of big blocks */
 #define MM_COLOR_MIN           ((size_t)2048)                   /* classes from here are padded (mm_class_stride) */
 #define MM_COLOR_MAX           ((size_t)32 * 1024)              /* ... up to here */

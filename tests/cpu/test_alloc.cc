@@ -1,6 +1,7 @@
 // Behaviour specific to manymalloc beyond the C contracts: every size in turn
 // with content checks, aligned blocks freed by other threads, realloc that
-// stays in place within the usable size, and mm_collect with live blocks.
+// stays in place within the usable size, mm_collect with live blocks, and
+// free blocks of a larger class serving a smaller one.
 #include <manymalloc/manymalloc.h>
 
 #include <gtest/gtest.h>
@@ -142,6 +143,44 @@ TEST(Alloc, CollectKeepsLiveBlocks) {
     mm_free(b.p);
   }
   for (const Block &b : kept) mm_free(b.p);
+}
+
+// Before a class of blocks above 16 KiB grows the heap, a free block of a
+// class up to twice its size serves it (heap.c, mm_heap_borrow).  In a
+// thread of its own, whose heap starts empty, that block is predictable; it
+// must stay as aligned as the smaller class's blocks, and go back to its own
+// page on free.
+TEST(Alloc, LargerFreeBlockServesASmallerClass) {
+  std::thread([] {
+    void *big = mm_malloc(48 * 1024), *pin = mm_malloc(48 * 1024);
+    ASSERT_NE(big, nullptr);
+    ASSERT_NE(pin, nullptr);
+    mm_free(big);
+    void *p = mm_malloc(40 * 1024);
+    EXPECT_EQ(p, big) << "a free 48 KiB block should serve 40 KiB before the heap grows";
+    EXPECT_GE(mm_malloc_usable_size(p), size_t(48 * 1024));
+    tag_fill(p, 40 * 1024, tag_make(11, 1));
+    mm_free(p);
+    EXPECT_EQ(mm_malloc(48 * 1024), big) << "the lent block went back to its own page";
+    mm_free(big);
+    mm_free(pin);
+    // Aligned requests take a class whose size is a multiple of the
+    // alignment; a lending class must keep that alignment.
+    for (size_t alignment = 4096; alignment <= 128 * 1024; alignment *= 2) {
+      const size_t first = alignment < 32 * 1024 ? 32 * 1024 : alignment;
+      std::vector<void *> lenders, pins;
+      for (size_t size = first; size <= 2 * first + 64 * 1024; size += 4096) {
+        lenders.push_back(mm_malloc(size));
+        pins.push_back(mm_malloc(size));
+      }
+      for (void *q : lenders) mm_free(q);
+      void *a = mm_aligned_alloc(alignment, first);
+      ASSERT_NE(a, nullptr);
+      EXPECT_EQ(uintptr_t(a) % alignment, 0u) << "alignment " << alignment;
+      mm_free(a);
+      for (void *q : pins) mm_free(q);
+    }
+  }).join();
 }
 
 }  // namespace
