@@ -9,8 +9,6 @@
 #include "types.cuh"
 #include "warp.cuh"
 
-using xmc_atomic32 = cuda::atomic_ref<uint32_t, cuda::thread_scope_device>;
-using xmc_atomic64 = cuda::atomic_ref<uint64_t, cuda::thread_scope_device>;
 
 __device__ __forceinline__ uint32_t xmc_msg_seq(uint64_t m) { return (uint32_t)m; }
 __device__ __forceinline__ uint32_t xmc_msg_payload(uint64_t m) { return (uint32_t)(m >> 32); }

@@ -17,8 +17,6 @@
 #include <cuda/atomic>
 #include "heap.cuh"
 
-using xmc_atomic_u64 = cuda::atomic_ref<unsigned long long, cuda::thread_scope_device>;
-
 __device__ __forceinline__ xmc_mb *xmc_mb_at(xmc_region *r, uint32_t unit) {
   return (xmc_mb *)(r->base + ((size_t)unit << xmc_unit_shift));
 }
