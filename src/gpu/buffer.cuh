@@ -76,8 +76,7 @@ static __device__ __noinline__ bool xmc_reclaim() {
     xmc_atomic32 slot(h.hot[i]);
     uint32_t ref = slot.load(cuda::memory_order_relaxed);
     if (ref == xmc_nil || (ref = slot.exchange(xmc_nil, cuda::memory_order_acq_rel)) == xmc_nil) continue;
-    char *chunk = xmc_deref(ref);
-    xmc_chunk_sink(chunk);
+    xmc_chunk_sink(xmc_deref(ref));
   }
   for (int cls = 0; run && h.buffering && cls < xmc_classes; ++cls)
     for (unsigned r = 0; r < h.num_buffers; ++r) {

@@ -62,13 +62,20 @@ __device__ void *xmcMalloc(size_t size) {
 
 // ---- free --------------------------------------------------------------------------
 
+// Clears a chunk's live bit; true when it was live (false: a double free or
+// not a chunk). *tag receives its tag, live bit cleared.
+static __device__ bool xmc_chunk_unlive(char *chunk, uint64_t *tag) {
+  const uint64_t t = atomicAnd((unsigned long long *)xmc_chunk_tag(chunk), ~xmc_tag::live);
+  *tag = t & ~xmc_tag::live;
+  return xmc_tag::magic(t) == xmc_magic_chunk && (t & xmc_tag::live);
+}
+
 static __device__ void xmc_free_chunk(char *chunk) {
-  uint64_t t = atomicAnd((unsigned long long *)xmc_chunk_tag(chunk), ~xmc_tag::live);
-  if (xmc_tag::magic(t) != xmc_magic_chunk || !(t & xmc_tag::live)) {
+  uint64_t t;
+  if (!xmc_chunk_unlive(chunk, &t)) {
     atomicAdd(&xmc_stats_here()->invalid, 1ull);
     return;
   }
-  t &= ~xmc_tag::live;
   if (xmc_tag::cls(t) != xmc_class_large) return xmc_buffer_put(chunk, xmc_tag::cls(t), xmc_tag::region(t));
   xmc_sm_stats *st = xmc_stats_here();
   atomicAdd(&st->large_frees, 1ull);
@@ -109,8 +116,8 @@ static __device__ void xmc_free_one(char *p) {
 // all back to it (bypassing the buffers, which a single chunk would take).
 static __device__ void xmc_free_basicblocks(unsigned group, char *p, uint64_t hdr) {
   char *chunk = p - xmc_chunk_header;
-  const uint64_t t = atomicAnd((unsigned long long *)xmc_chunk_tag(chunk), ~xmc_tag::live);
-  const bool ok = xmc_tag::magic(t) == xmc_magic_chunk && (t & xmc_tag::live);
+  uint64_t t;
+  const bool ok = xmc_chunk_unlive(chunk, &t);
   const unsigned freed = xmc_warp_ballot(group, ok);
   const uint32_t bits = xmc_warp_or(group, ok ? 1u << xmc_tag::index(hdr) : 0);
   if ((int)xmc_lane_id() != xmc_warp_leader(group)) return;
