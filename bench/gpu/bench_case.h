@@ -12,6 +12,7 @@ struct BenchConfig {
   bool superblocks = true;
   int buffers_per_class = 0;   // 0: the allocator's own choice
 
+  // False for an unknown name; `out` may be null (only the check wanted).
   static bool parse(const std::string &name, BenchConfig *out);
   bool is_default() const { return coalescing && superblocks && buffers_per_class == 0; }
 };
@@ -22,7 +23,7 @@ inline bool BenchConfig::parse(const std::string &name, BenchConfig *out) {
   else if (name == "nosuper") c.superblocks = false;
   else if (name.rfind("buf", 0) == 0) c.buffers_per_class = std::stoi(name.substr(3));
   else if (name != "default") return false;
-  *out = c;
+  if (out) *out = c;
   return true;
 }
 
@@ -46,10 +47,11 @@ struct BenchRow {
 void bench_print_row(FILE *out, const char *allocator, const BenchCase &c, const BenchRow &row);
 
 // One allocator a benchmark binary can run: its name as written in the CSV,
-// whether it has a configuration, and the entry point of a child process.
+// whether it runs a case (its benchmark and configuration), and the entry
+// point of a child process.
 struct BenchAllocator {
   const char *name;
-  bool (*supports)(const BenchConfig &config);
+  bool (*supports)(const BenchCase &c);
   int (*run_case)(const char *name, const BenchCase &c);   // prints rows, returns an exit code
 };
 

@@ -213,7 +213,7 @@ inline size_t bench_heap_bytes(const BenchCase &c) {
 template <class Heap>
 int bench_run_case(const char *name, const BenchCase &c) {
   BenchConfig config;
-  if (!BenchConfig::parse(c.config, &config) || !Heap::supports(config)) {
+  if (!BenchConfig::parse(c.config, &config) || !Heap::supports(c)) {
     fprintf(stderr, "%s: no configuration %s\n", name, c.config.c_str());
     return 2;
   }

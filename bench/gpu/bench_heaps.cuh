@@ -1,5 +1,5 @@
 // bench/gpu: the heap policies the kernels are instantiated with. A policy has
-//   static bool supports(const BenchConfig &)   which configurations it has
+//   static bool supports(const BenchCase &)     which cases it runs
 //   static void init(size_t bytes, const BenchConfig &)
 //   static void shutdown()                      back to an empty heap
 //   __device__ static void *alloc(size_t) / release(void *)
@@ -13,7 +13,7 @@
 // child process makes that enough); shutdown has nothing to release, the
 // cases free every block before the next repetition.
 struct BenchHeapCuda {
-  static bool supports(const BenchConfig &config) { return config.is_default(); }
+  static bool supports(const BenchCase &c) { return c.config == "default"; }
   static void init(size_t bytes, const BenchConfig &) {
     static bool limit_set = false;
     if (limit_set) return;
@@ -27,7 +27,7 @@ struct BenchHeapCuda {
 
 // manymalloc's XMalloc, re-initialized for every repetition.
 struct BenchHeapXmc {
-  static bool supports(const BenchConfig &) { return true; }
+  static bool supports(const BenchCase &c) { return BenchConfig::parse(c.config, nullptr); }
   static void init(size_t bytes, const BenchConfig &config) {
     xmcConfig c;
     c.coalescing = config.coalescing;
@@ -45,4 +45,30 @@ private:
     fprintf(stderr, "%s: %s\n", what, xmcGetErrorString(err));
     exit(3);
   }
+};
+
+// No allocator: thread t always gets slot t of an array made once, and
+// release does nothing. Run on the MilThreads cases (8-byte blocks), it
+// measures what their kernels cost without allocating, the floor under every
+// allocator's figure there.
+__device__ uint2 *bench_floor_slots;
+
+struct BenchHeapFloor {
+  static constexpr size_t max_threads = size_t(32) << 20;   // MilThreads with one lane
+
+  static bool supports(const BenchCase &c) {
+    return (c.bench == "milthreads" || c.bench == "scaling") && c.config == "default";
+  }
+  static void init(size_t, const BenchConfig &) {
+    static uint2 *slots = nullptr;
+    if (slots) return;
+    BENCH_CUDA(cudaMalloc(&slots, max_threads * sizeof(uint2)));
+    BENCH_CUDA(cudaMemcpyToSymbol(bench_floor_slots, &slots, sizeof slots));
+  }
+  static void shutdown() {}
+  __device__ static void *alloc(size_t n) {
+    size_t t = size_t(blockIdx.x) * blockDim.x + threadIdx.x;
+    return n <= sizeof(uint2) && t < max_threads ? &bench_floor_slots[t] : nullptr;
+  }
+  __device__ static void release(void *) {}
 };

@@ -180,11 +180,9 @@ int bench_main(int argc, char **argv, const BenchAllocator *allocators, int coun
   bench_print_meta(out, timeout_s);
   for (const BenchCase &c : bench_plan()) {
     if (!bench_listed(only_bench, c.bench)) continue;
-    BenchConfig config;
-    BenchConfig::parse(c.config, &config);
     for (int i = 0; i < count; ++i) {
       const BenchAllocator &a = allocators[i];
-      if (!bench_listed(only_alloc, a.name) || !a.supports(config)) continue;
+      if (!bench_listed(only_alloc, a.name) || !a.supports(c)) continue;
       auto t0 = std::chrono::steady_clock::now();
       BenchChildResult r = bench_child_run(a.name, c, timeout_s);
       bench_report_child(out, a.name, c, r);

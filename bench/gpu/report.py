@@ -15,10 +15,12 @@ SIZES = [16, 32, 64, 128, 256, 512, 1024, 2048, 4096, 0]
 LANES = [1, 2, 4, 8, 16, 32]
 BUFFERS = [1, 2, 4, 8, 16, 32]
 THREADS = [4 ** k for k in range(11)]
-NAMES = {"xmc": "manymalloc", "cuda": "CUDA malloc", "gallatin": "Gallatin"}
+NAMES = {"xmc": "manymalloc", "cuda": "CUDA malloc", "gallatin": "Gallatin",
+         "floor": "no allocator (the kernel alone)"}
 # One colour per series in every panel; ablations share the fourth.
 COLORS = {"manymalloc": "C0", "CUDA malloc": "C1", "Gallatin": "C2",
-          "manymalloc, no coalescing": "C3", "manymalloc, no superblocks": "C3"}
+          "manymalloc, no coalescing": "C3", "manymalloc, no superblocks": "C3",
+          "no allocator (the kernel alone)": "grey"}
 
 # The issue's targets: (label, bench, param, metric, CUDA there, Gallatin there,
 # goal, direction). Measured there on an H200 with 2^20 threads.
@@ -141,10 +143,11 @@ def goals_section(res, allocs):
 
 # ---- the per-benchmark tables ------------------------------------------------------
 
-def columns(allocs, extra=()):
-    """(header, alloc, config) for each column: ours first, then the others."""
+def columns(allocs, extra=(), floor=False):
+    """(header, alloc, config) for each column: ours first, then the others;
+    the kernel without an allocator only where asked (it runs MilThreads only)."""
     cols = [("manymalloc", "xmc", "default")] + list(extra)
-    cols += [(NAMES.get(a, a), a, "default") for a in allocs if a != "xmc"]
+    cols += [(NAMES.get(a, a), a, "default") for a in allocs if a != "xmc" and (floor or a != "floor")]
     return cols
 
 
@@ -154,8 +157,7 @@ def sweep_section(res, title, bench, params, label, metric, cols):
 
 
 def scaling_section(res, allocs):
-    cols = [("manymalloc", "xmc", "default"), ("manymalloc, no superblocks", "xmc", "nosuper")]
-    cols += [(NAMES.get(a, a), a, "default") for a in allocs if a != "xmc"]
+    cols = columns(allocs, [("manymalloc, no superblocks", "xmc", "nosuper")], floor=True)
     header = ["threads"]
     for h, _, _ in cols:
         header += [f"{h} ns/pair", f"{h} speedup"]
@@ -213,7 +215,7 @@ def write_report(res, rows, meta, allocs, out):
                            "XMalloc 2010b Fig. 2, 5)\n\n2^20 pairs in every row: L active lanes "
                            "per warp means 2^20 x 32/L threads launched, lanes L..31 idle",
                            "milthreads", LANES, lambda p: f"{p} lanes",
-                           "ns_per_pair", columns(allocs, [("manymalloc, no coalescing", "xmc", "nocoal")])),
+                           "ns_per_pair", columns(allocs, [("manymalloc, no coalescing", "xmc", "nocoal")], floor=True)),
              sweep_section(res, "FIFO buffers per size class, MilThreads 32 lanes, ns/pair "
                            "(XMalloc 2010b Fig. 6)", "milthreads", [32], lambda p: "32 lanes",
                            "ns_per_pair", [(f"{b} buffers", "xmc", f"buf{b}") for b in BUFFERS]
