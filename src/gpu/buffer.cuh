@@ -90,10 +90,12 @@ static __device__ __noinline__ bool xmc_reclaim() {
   for (int cls = 0; run && h.superblocks && cls < xmc_classes; ++cls)
     for (unsigned r = 0; r < h.num_sb_buffers; ++r) {
       xmc_fifo *f = xmc_sb_buffer(cls, r);
-      for (uint32_t n = xmc_fifo_size(f), ref; n-- && (ref = xmc_fifo_dequeue(f)) != xmc_nil;) {
+      for (uint32_t n = xmc_fifo_size(f), ref; n-- && (ref = xmc_fifo_dequeue(f)) != xmc_nil;)
+        xmc_sb_republish((xmc_mb *)xmc_deref(ref), cls);
+      for (uint32_t ref = xmc_sb_stack_take_all(xmc_sb_stack_head(cls, r)); ref != xmc_nil;) {
         xmc_mb *mb = (xmc_mb *)xmc_deref(ref);
-        if ((uint32_t)xmc_atomic64(xmc_sb_of(mb)->state).load() == xmc_sb_full) xmc_sb_unpublish(mb);
-        else xmc_sb_publish(mb, cls);
+        ref = xmc_atomic32(xmc_sb_of(mb)->stack_next).load(cuda::memory_order_relaxed);
+        xmc_sb_republish(mb, cls);
       }
     }
   // Marked done only now: a caller arriving during the pass waits for it.

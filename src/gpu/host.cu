@@ -40,6 +40,16 @@ xmc_host_heap *xmc_host_current(xmcError *err) {
   return &xmc_hosts[dev];
 }
 
+// Cursors in use per class: as many as the class's Superblocks, one under
+// each cursor, fit in an eighth of the heap (at least one), so that a small
+// heap is not spread over half-used Superblocks of many cursors.
+void xmc_host_size_cursors(xmc_heap &h) {
+  for (int cls = 0; cls < xmc_classes; ++cls) {
+    unsigned long long fit = h.total_units / (8ull * xmc_sb_units(cls));
+    h.sb_cursors_in_use[cls] = (uint16_t)std::clamp<unsigned long long>(fit, 1, h.num_sb_cursors);
+  }
+}
+
 // Appends regions of at most xmc_max_region_bytes until `bytes` are added.
 xmcError xmc_host_add_regions(xmc_host_heap *host, size_t bytes) {
   while (bytes >= xmc_min_region_bytes) {
@@ -65,6 +75,7 @@ xmcError xmc_host_add_regions(xmc_host_heap *host, size_t bytes) {
     host->header.regions[n] = region;
     host->header.num_regions = n + 1;
     host->header.total_units += region.units;
+    xmc_host_size_cursors(host->header);
     bytes -= take;
   }
   return xmcSuccess;
@@ -78,7 +89,7 @@ void xmc_host_release(xmc_host_heap *host) {
   *host = xmc_host_heap{};
 }
 
-// Buffers, exchange slots, cursors and counters in one allocation; sets the
+// Buffers, exchange slots, cursors, Superblock stacks and counters in one allocation; sets the
 // header's pointers into it.
 xmcError xmc_host_layout(xmc_host_heap *host) {
   xmc_heap &h = host->header;
@@ -88,18 +99,20 @@ xmcError xmc_host_layout(xmc_host_heap *host) {
   const size_t slot_bytes = (nb * xmc_fifo_capacity + nsb * xmc_sb_fifo_capacity) * sizeof(uint64_t);
   const size_t ncursors = h.superblocks ? (size_t)h.num_sb_cursors * xmc_classes : 0;
   const size_t cursor_bytes = ncursors * sizeof(unsigned long long);
+  const size_t stack_bytes = nsb * sizeof(unsigned long long);
   const size_t hot_bytes = nb * xmc_hot_slots * sizeof(uint32_t);
   const size_t stat_bytes = xmc_stat_slots * sizeof(xmc_sm_stats);
   char *m = nullptr;
-  if (xmcError err = xmc_from_cuda(cudaMalloc(&m, fifo_bytes + slot_bytes + cursor_bytes + hot_bytes + stat_bytes)))
+  if (xmcError err = xmc_from_cuda(cudaMalloc(&m, fifo_bytes + slot_bytes + cursor_bytes + stack_bytes + hot_bytes + stat_bytes)))
     return err;
   host->metadata = m;
   h.buffers = (xmc_fifo *)m;
   h.sb_buffers = h.buffers + nb;
   uint64_t *slots = (uint64_t *)(m + fifo_bytes);
   h.sb_cursor = (unsigned long long *)(m + fifo_bytes + slot_bytes);
-  h.hot = (uint32_t *)(m + fifo_bytes + slot_bytes + cursor_bytes);
-  h.stats = (xmc_sm_stats *)(m + fifo_bytes + slot_bytes + cursor_bytes + hot_bytes);
+  h.sb_stacks = (unsigned long long *)(m + fifo_bytes + slot_bytes + cursor_bytes);
+  h.hot = (uint32_t *)(m + fifo_bytes + slot_bytes + cursor_bytes + stack_bytes);
+  h.stats = (xmc_sm_stats *)(m + fifo_bytes + slot_bytes + cursor_bytes + stack_bytes + hot_bytes);
   if (nb) xmc_fifo_init_kernel<<<64, 128>>>(h.buffers, slots, (uint32_t)nb, xmc_fifo_capacity);
   if (nsb)
     xmc_fifo_init_kernel<<<64, 128>>>(h.sb_buffers, slots + nb * xmc_fifo_capacity, (uint32_t)nsb,
@@ -107,7 +120,8 @@ xmcError xmc_host_layout(xmc_host_heap *host) {
   std::vector<unsigned long long> cursors(ncursors, xmc_cursor_empty);
   if (xmcError err = xmc_from_cuda(cudaMemcpy(h.sb_cursor, cursors.data(), cursor_bytes, cudaMemcpyHostToDevice)))
     return err;
-  if (xmcError err = xmc_from_cuda(cudaMemset(h.hot, 0xff, hot_bytes))) return err;  // xmc_nil
+  // Empty exchange slots and stacks: xmc_nil references.
+  if (xmcError err = xmc_from_cuda(cudaMemset(h.sb_stacks, 0xff, stack_bytes + hot_bytes))) return err;
   return xmc_from_cuda(cudaMemset(h.stats, 0, stat_bytes));
 }
 

@@ -32,3 +32,8 @@ __host__ __device__ __forceinline__ uint32_t xmc_class_body(int cls) {
 __host__ __device__ __forceinline__ uint32_t xmc_class_stride(int cls) {
   return (xmc_class_body(cls) + xmc_chunk_header + xmc_unit - 1) & ~(xmc_unit - 1);
 }
+
+// Units of a Superblock of `cls`: its header unit and 32 Basicblocks.
+__host__ __device__ __forceinline__ uint32_t xmc_sb_units(int cls) {
+  return 1 + xmc_sb_blocks * (xmc_class_stride(cls) >> xmc_unit_shift);
+}

@@ -8,9 +8,8 @@
 #pragma once
 #include "fifo.cuh"
 #include "memoryblock.cuh"
+#include "sb_stack.cuh"
 #include "size_class.cuh"
-
-__device__ __forceinline__ xmc_sb *xmc_sb_of(xmc_mb *mb) { return (xmc_sb *)(mb + 1); }
 
 // Start of Basicblock `i` (a chunk: 32-byte header, then payload).
 __device__ __forceinline__ char *xmc_sb_block(xmc_mb *mb, int cls, unsigned i) {
@@ -37,21 +36,29 @@ __device__ inline void xmc_sb_unpublish(xmc_mb *mb) {
 }
 
 // Hands a Superblock whose token the caller holds to the second-level buffer:
-// this SM's, or when that is full one of the next few. Only when all are full
-// does it drop the token (a Superblock with every block back then leaves the
-// class; the next block returned to any other publishes it again).
+// this SM's, or when that is full one of the next few; when all are full, to
+// this SM's stack of the class, which has room for any number.
 static __device__ __noinline__ void xmc_sb_publish(xmc_mb *mb, int cls) {
   const uint32_t ref = xmc_ref((char *)mb, xmc_tag::region(mb->tag));
   for (unsigned j = 0; j < 4; ++j)
     if (xmc_fifo_enqueue(xmc_sb_buffer(cls, xmc_sm_id() + j), ref)) return;
-  xmc_sb_unpublish(mb);
+  xmc_sb_stack_push(xmc_sb_stack_head(cls, xmc_sm_id()), xmc_sb_of(mb), ref);
+}
+
+// The reclaimer's sort of a published Superblock: one with every block back
+// leaves the class, the others are published again.
+static __device__ void xmc_sb_republish(xmc_mb *mb, int cls) {
+  if ((uint32_t)xmc_atomic64(xmc_sb_of(mb)->state).load(cuda::memory_order_acquire) == xmc_sb_full)
+    xmc_sb_unpublish(mb);
+  else
+    xmc_sb_publish(mb, cls);
 }
 
 // ---- returning Basicblocks ----------------------------------------------------
 
 // Makes `bits` of a Superblock available. Whoever finds no token takes it and
 // publishes the Superblock, even one with every block back: it stays with its
-// class until the buffer is full or memory is reclaimed for another class.
+// class until memory is reclaimed for another class.
 __device__ inline void xmc_sb_return_bits(xmc_mb *mb, int cls, uint32_t bits) {
   uint64_t s = xmc_atomic64(xmc_sb_of(mb)->state).fetch_or(bits | xmc_sb_inbuf, cuda::memory_order_acq_rel);
   if (!(s & xmc_sb_inbuf)) xmc_sb_publish(mb, cls);  // we took the token: make the blocks reachable
@@ -96,10 +103,6 @@ __device__ inline uint32_t xmc_sb_claim(xmc_mb *mb, int cls, unsigned k) {
   return take;
 }
 
-// Units of a Superblock of `cls`: its header unit and 32 Basicblocks.
-__device__ __forceinline__ uint32_t xmc_sb_units(int cls) {
-  return 1 + xmc_sb_blocks * (xmc_class_stride(cls) >> xmc_unit_shift);
-}
 
 // A new Superblock from the Memoryblock heap: its Basicblocks tagged, none
 // available yet (the caller hands them out), no buffer token.
@@ -125,15 +128,6 @@ __device__ inline xmc_mb *xmc_sb_create_claimed(int cls, unsigned k, uint32_t *t
 
 // ---- the cursor -------------------------------------------------------------------
 
-// Cursors in use for `cls`: as many as the class's Superblocks, one under
-// each cursor, fit in an eighth of the heap (at least one), so that a small
-// heap is not spread over half-used Superblocks of many cursors.
-__device__ __forceinline__ unsigned xmc_sb_cursors_of(int cls) {
-  const xmc_heap &h = xmc_c_heap;
-  unsigned long long fit = h.total_units / (8ull * xmc_sb_units(cls));
-  return fit < 1 ? 1 : fit < h.num_sb_cursors ? (unsigned)fit : h.num_sb_cursors;
-}
-
 // Puts a new Superblock under the cursor, the caller's first `first` blocks
 // claimed; an empty cursor if the heap is exhausted.
 static __device__ __noinline__ xmc_mb *xmc_sb_cursor_install(xmc_atomic_u64 &cursor, int cls, uint32_t first) {
@@ -152,7 +146,7 @@ static __device__ __noinline__ xmc_mb *xmc_sb_cursor_install(xmc_atomic_u64 &cur
 __device__ inline xmc_mb *xmc_sb_cursor_claim(int cls, unsigned k, uint32_t *taken) {
   const xmc_heap &h = xmc_c_heap;
   const unsigned pick = xmc_sm_id() * xmc_sb_cursors_per_sm + xmc_warp_salt() % xmc_sb_cursors_per_sm;
-  xmc_atomic_u64 cursor(h.sb_cursor[cls * h.num_sb_cursors + pick % xmc_sb_cursors_of(cls)]);
+  xmc_atomic_u64 cursor(h.sb_cursor[cls * h.num_sb_cursors + pick % h.sb_cursors_in_use[cls]]);
   for (;;) {
     const unsigned long long w = cursor.fetch_add(k, cuda::memory_order_acquire);
     const uint32_t ref = (uint32_t)(w >> 32), start = (uint32_t)w;
@@ -192,16 +186,18 @@ static __device__ __noinline__ void xmc_sb_cursor_retire(unsigned long long *wor
   xmc_sb_return_bits((xmc_mb *)xmc_deref((uint32_t)(w >> 32)), cls, ~xmc_bits_below((uint32_t)w));
 }
 
-// Up to k blocks from a buffered Superblock (this SM's buffer, or every
-// buffer of the class when `everywhere`), else from a new one: a group that
-// wants more than half a Superblock carves its own, the others share the
-// cursor.
+// Up to k blocks from a published Superblock (this SM's buffer and stack, or
+// every SM's of the class when `everywhere`), else from a new one: a group
+// that wants more than half a Superblock carves its own, the others share
+// the cursor.
 __device__ inline xmc_mb *xmc_sb_take(int cls, unsigned k, bool everywhere, uint32_t *taken) {
   const xmc_heap &h = xmc_c_heap;
   const unsigned n = everywhere ? h.num_sb_buffers : 1;
   const unsigned start = xmc_sm_id();
-  for (unsigned j = 0; j < n; ++j) {
-    uint32_t ref = xmc_fifo_dequeue(xmc_sb_buffer(cls, start + j));
+  for (unsigned j = 0; j < 2 * n; ++j) {
+    const unsigned replica = start + j / 2;
+    uint32_t ref = j % 2 ? xmc_sb_stack_pop(xmc_sb_stack_head(cls, replica))
+                         : xmc_fifo_dequeue(xmc_sb_buffer(cls, replica));
     if (ref == xmc_nil) continue;
     xmc_mb *mb = (xmc_mb *)xmc_deref(ref);
     if ((*taken = xmc_sb_claim(mb, cls, k)) != 0) return mb;

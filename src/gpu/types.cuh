@@ -93,8 +93,10 @@ static_assert(sizeof(xmc_mb) == xmc_chunk_header, "memoryblock header is one chu
 // Superblock header, the payload of its Memoryblock (at mb + 32); the 32
 // Basicblocks follow at mb + 64, each a chunk (32-byte header, then payload).
 struct xmc_sb {
-  uint64_t state;        // bits 0..31: Basicblocks available; bit 32: in a second-level buffer
-  uint64_t pad[3];       // the class is in the Memoryblock's tag
+  uint64_t state;        // bits 0..31: Basicblocks available; bit 32: published (token held)
+  uint32_t stack_next;   // next Superblock down a class stack (sb_stack.cuh), while on one
+  uint32_t pad0;
+  uint64_t pad[2];       // the class is in the Memoryblock's tag
 };
 static_assert(sizeof(xmc_sb) == 32, "superblock header fills the rest of the first unit");
 constexpr uint64_t xmc_sb_inbuf = (uint64_t)1 << 32;
@@ -148,9 +150,11 @@ struct xmc_heap {
   uint32_t buffers_per_sm;
   uint32_t num_sb_buffers;    // second-level FIFOs per class
   uint32_t num_sb_cursors;    // Superblock cursors per class
+  uint16_t sb_cursors_in_use[xmc_classes];  // of them, per class: see xmc_host_size_cursors
   xmc_fifo *buffers;          // [class * num_buffers + replica]
   uint32_t *hot;              // [(class * num_buffers + replica) * xmc_hot_slots + slot]: chunk refs
   xmc_fifo *sb_buffers;       // [class * num_sb_buffers + replica]
+  unsigned long long *sb_stacks;  // [class * num_sb_buffers + replica]: tag:32 | top ref:32
   unsigned long long *sb_cursor;  // [class * num_sb_cursors + replica]: see xmc_cursor
   xmc_sm_stats *stats;        // [xmc_stat_slots]
   unsigned long long peak_units;  // high-water mark of units held (carved and not free)

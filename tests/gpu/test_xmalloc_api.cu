@@ -1,6 +1,7 @@
 // tests/gpu/test_xmalloc_api.cu: XMalloc's API, one behaviour per test: the
 // host calls' error codes, xmcFree(NULL), calloc, realloc, aligned alloc,
-// large blocks, xmcGrow, statistics and their peak, double free, several devices.
+// large blocks, xmcGrow, statistics and their peak, Superblocks kept beyond the
+// buffers, double free, several devices.
 #include "gpu_test.cuh"
 
 namespace {
@@ -189,6 +190,48 @@ TEST_F(XmcApi, PeakCoversBlocksAlreadyFreed) {
   EXPECT_GE(st.bytes_in_use_peak, (size_t)8 << 20);
   EXPECT_LT(st.heap_bytes - st.bytes_free, (size_t)1 << 20) << "the 8 MiB block went back to the heap";
   LAUNCH_OK(k_free_each<<<1, 1>>>(out.ptr));
+}
+
+// Thread i allocates blocks i, i + n/threads, ... of `size` bytes until
+// the first NULL, each filled with its index's pattern.
+__global__ void k_fill_until_null(void **ptrs, int n, size_t size) {
+  for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x) {
+    void *p = xmcMalloc(size);
+    ptrs[i] = p;
+    if (!p) return;
+    gt_fill(p, size, i);
+  }
+}
+__global__ void k_check_and_free(void **ptrs, int n, size_t size, int *bad) {
+  for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x) {
+    if (!ptrs[i]) continue;
+    if (!gt_holds(ptrs[i], size, i)) atomicAdd(bad, 1);
+    xmcFree(ptrs[i]);
+  }
+}
+
+// One thread block frees a heap full of 1000-byte blocks, so that one SM
+// publishes far more emptied Superblocks than its second-level FIFOs hold.
+// The rest go onto the SM's Superblock stack; a heap full of another size
+// afterwards shows that none of them was lost.
+TEST_F(XmcApi, SuperblocksBeyondTheBuffersAreKept) {
+  const size_t heap = 64 << 20;
+  init(heap);
+  const int n = heap / 1000;
+  DeviceArray<void *> ptrs(n);
+  DeviceArray<int> bad(1);
+  for (size_t size : {1000, 3000}) {
+    LAUNCH_OK(k_fill_until_null<<<256, 256>>>(ptrs.ptr, n, size));
+    std::vector<void *> got = ptrs.host();
+    size_t blocks = std::count_if(got.begin(), got.end(), [](void *p) { return p != nullptr; });
+    EXPECT_GE(blocks * size, heap * 8 / 10) << size << " B blocks: the heap held back memory";
+    LAUNCH_OK(k_check_and_free<<<1, 1024>>>(ptrs.ptr, n, size, bad.ptr));
+    CUDA_OK(cudaMemset(ptrs.ptr, 0, n * sizeof(void *)));
+  }
+  EXPECT_EQ(0, bad.host()[0]) << "blocks lost their contents";
+  xmcStats st;
+  XMC_OK(xmcGetStats(&st));
+  EXPECT_EQ(0u, st.bytes_in_use) << gt_unbalanced(st);
 }
 
 __global__ void k_double_free(void **ptrs) {
