@@ -92,12 +92,14 @@ static __device__ __noinline__ bool xmc_reclaim() {
       xmc_fifo *f = xmc_sb_buffer(cls, r);
       for (uint32_t n = xmc_fifo_size(f), ref; n-- && (ref = xmc_fifo_dequeue(f)) != xmc_nil;)
         xmc_sb_republish((xmc_mb *)xmc_deref(ref), cls);
-      for (uint32_t ref = xmc_sb_stack_take_all(xmc_sb_stack_head(cls, r)); ref != xmc_nil;) {
+    }
+  for (int cls = 0; run && h.superblocks && cls < xmc_classes; ++cls)
+    for (unsigned i = 0; i < xmc_sb_stacks(); ++i)
+      for (uint32_t ref = xmc_sb_stack_take_all(xmc_sb_stack(cls, i)); ref != xmc_nil;) {
         xmc_mb *mb = (xmc_mb *)xmc_deref(ref);
         ref = xmc_atomic32(xmc_sb_of(mb)->stack_next).load(cuda::memory_order_relaxed);
         xmc_sb_republish(mb, cls);
       }
-    }
   // Marked done only now: a caller arriving during the pass waits for it.
   xmc_atomic_u64(h.reclaim_seen).store(frees, cuda::memory_order_relaxed);
   lock.store(0, cuda::memory_order_release);

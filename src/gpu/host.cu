@@ -99,7 +99,7 @@ xmcError xmc_host_layout(xmc_host_heap *host) {
   const size_t slot_bytes = (nb * xmc_fifo_capacity + nsb * xmc_sb_fifo_capacity) * sizeof(uint64_t);
   const size_t ncursors = h.superblocks ? (size_t)h.num_sb_cursors * xmc_classes : 0;
   const size_t cursor_bytes = ncursors * sizeof(unsigned long long);
-  const size_t stack_bytes = nsb * sizeof(unsigned long long);
+  const size_t stack_bytes = nsb * xmc_sb_stacks_per_sm * sizeof(unsigned long long);
   const size_t hot_bytes = nb * xmc_hot_slots * sizeof(uint32_t);
   const size_t stat_bytes = xmc_stat_slots * sizeof(xmc_sm_stats);
   char *m = nullptr;

@@ -1,19 +1,29 @@
-// gpu/sb_stack.cuh: where a Superblock goes when the second-level FIFOs it
-// may join are full. One lock-free stack per class and SM, linked through
-// the Superblocks' own headers, so it never runs out of room: publishing a
+// gpu/sb_stack.cuh: where emptied Superblocks go, and partly free ones
+// when the second-level FIFOs they may join are full. A few lock-free stacks
+// per class and SM, a warp picking one by its salt, linked through the
+// Superblocks' own headers: they never run out of room, so publishing a
 // Superblock always succeeds, and a burst of frees that empties thousands of
-// Superblocks (free-all) does not send them through the region lock one by
-// one. The head word is ABA tag:32 (high) | ref:32 of the top Superblock; the
-// tag changes with every push and pop, so a pop that read a stale `next`
-// fails its CAS.
+// Superblocks (free-all) neither queues on one head nor sends them through
+// the region lock. The head word is ABA tag:32 (high) | ref:32 of the top
+// Superblock; the tag changes with every push and pop, so a pop that read a
+// stale `next` fails its CAS.
 #pragma once
 #include "heap.cuh"
+#include "warp.cuh"
 
 __device__ __forceinline__ xmc_sb *xmc_sb_of(xmc_mb *mb) { return (xmc_sb *)(mb + 1); }
 
-__device__ __forceinline__ xmc_atomic_u64 xmc_sb_stack_head(int cls, unsigned replica) {
+// Stack `i` of class `cls` (i < xmc_sb_stacks(), any SM's).
+__device__ __forceinline__ xmc_atomic_u64 xmc_sb_stack(int cls, unsigned i) {
   const xmc_heap &h = xmc_c_heap;
-  return xmc_atomic_u64(h.sb_stacks[cls * h.num_sb_buffers + replica % h.num_sb_buffers]);
+  return xmc_atomic_u64(h.sb_stacks[cls * h.num_sb_buffers * xmc_sb_stacks_per_sm + i]);
+}
+__device__ __forceinline__ unsigned xmc_sb_stacks() { return xmc_c_heap.num_sb_buffers * xmc_sb_stacks_per_sm; }
+
+// The stack of `cls` that this warp uses on this SM.
+__device__ __forceinline__ xmc_atomic_u64 xmc_sb_stack_here(int cls) {
+  return xmc_sb_stack(cls, xmc_sm_id() % xmc_c_heap.num_sb_buffers * xmc_sb_stacks_per_sm +
+                               xmc_warp_salt() % xmc_sb_stacks_per_sm);
 }
 
 __device__ __forceinline__ unsigned long long xmc_sb_stack_word(unsigned long long old, uint32_t ref) {

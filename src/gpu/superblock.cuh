@@ -35,14 +35,15 @@ __device__ inline void xmc_sb_unpublish(xmc_mb *mb) {
   if (avail == xmc_sb_full) xmc_mb_free(mb);
 }
 
-// Hands a Superblock whose token the caller holds to the second-level buffer:
-// this SM's, or when that is full one of the next few; when all are full, to
-// this SM's stack of the class, which has room for any number.
-static __device__ __noinline__ void xmc_sb_publish(xmc_mb *mb, int cls) {
+// Hands a Superblock whose token the caller holds to the second-level
+// buffer: this SM's, or when that is full one of the next few; when all are
+// full, or when every block is back (`empty`), to a stack of the class on
+// this SM, which has room for any number.
+static __device__ __noinline__ void xmc_sb_publish(xmc_mb *mb, int cls, bool empty = false) {
   const uint32_t ref = xmc_ref((char *)mb, xmc_tag::region(mb->tag));
-  for (unsigned j = 0; j < 4; ++j)
+  for (unsigned j = 0; !empty && j < 4; ++j)
     if (xmc_fifo_enqueue(xmc_sb_buffer(cls, xmc_sm_id() + j), ref)) return;
-  xmc_sb_stack_push(xmc_sb_stack_head(cls, xmc_sm_id()), xmc_sb_of(mb), ref);
+  xmc_sb_stack_push(xmc_sb_stack_here(cls), xmc_sb_of(mb), ref);
 }
 
 // The reclaimer's sort of a published Superblock: one with every block back
@@ -61,7 +62,8 @@ static __device__ void xmc_sb_republish(xmc_mb *mb, int cls) {
 // class until memory is reclaimed for another class.
 __device__ inline void xmc_sb_return_bits(xmc_mb *mb, int cls, uint32_t bits) {
   uint64_t s = xmc_atomic64(xmc_sb_of(mb)->state).fetch_or(bits | xmc_sb_inbuf, cuda::memory_order_acq_rel);
-  if (!(s & xmc_sb_inbuf)) xmc_sb_publish(mb, cls);  // we took the token: make the blocks reachable
+  // We took the token: make the blocks reachable.
+  if (!(s & xmc_sb_inbuf)) xmc_sb_publish(mb, cls, ((uint32_t)s | bits) == xmc_sb_full);
 }
 
 // The Superblock that holds Basicblock `block` (its chunk tag `tag`).
@@ -186,19 +188,24 @@ static __device__ __noinline__ void xmc_sb_cursor_retire(unsigned long long *wor
   xmc_sb_return_bits((xmc_mb *)xmc_deref((uint32_t)(w >> 32)), cls, ~xmc_bits_below((uint32_t)w));
 }
 
-// Up to k blocks from a published Superblock (this SM's buffer and stack, or
-// every SM's of the class when `everywhere`), else from a new one: a group
+// A published Superblock of `cls`: from this SM's buffer or this warp's
+// stack, or when `everywhere`, from any buffer or stack of the class.
+__device__ inline uint32_t xmc_sb_published(int cls, bool everywhere) {
+  const xmc_heap &h = xmc_c_heap;
+  uint32_t ref = xmc_fifo_dequeue(xmc_sb_buffer(cls, xmc_sm_id()));
+  if (ref == xmc_nil) ref = xmc_sb_stack_pop(xmc_sb_stack_here(cls));
+  for (unsigned j = 1; everywhere && ref == xmc_nil && j < h.num_sb_buffers; ++j)
+    ref = xmc_fifo_dequeue(xmc_sb_buffer(cls, xmc_sm_id() + j));
+  for (unsigned i = 0; everywhere && ref == xmc_nil && i < xmc_sb_stacks(); ++i)
+    ref = xmc_sb_stack_pop(xmc_sb_stack(cls, i));
+  return ref;
+}
+
+// Up to k blocks from a published Superblock, else from a new one: a group
 // that wants more than half a Superblock carves its own, the others share
 // the cursor.
 __device__ inline xmc_mb *xmc_sb_take(int cls, unsigned k, bool everywhere, uint32_t *taken) {
-  const xmc_heap &h = xmc_c_heap;
-  const unsigned n = everywhere ? h.num_sb_buffers : 1;
-  const unsigned start = xmc_sm_id();
-  for (unsigned j = 0; j < 2 * n; ++j) {
-    const unsigned replica = start + j / 2;
-    uint32_t ref = j % 2 ? xmc_sb_stack_pop(xmc_sb_stack_head(cls, replica))
-                         : xmc_fifo_dequeue(xmc_sb_buffer(cls, replica));
-    if (ref == xmc_nil) continue;
+  for (uint32_t ref; (ref = xmc_sb_published(cls, everywhere)) != xmc_nil;) {
     xmc_mb *mb = (xmc_mb *)xmc_deref(ref);
     if ((*taken = xmc_sb_claim(mb, cls, k)) != 0) return mb;
   }

@@ -34,6 +34,7 @@ constexpr unsigned xmc_fifo_capacity = 64;      // first level: free chunks of o
 constexpr unsigned xmc_hot_slots = 4;           // exchange slots in front of each first-level FIFO
 constexpr unsigned xmc_sb_fifo_capacity = 256;  // second level: partly free Superblocks
 constexpr unsigned xmc_sb_cursors_per_sm = 2;  // Superblock cursors per class and SM
+constexpr unsigned xmc_sb_stacks_per_sm = 4;   // Superblock stacks per class and SM
 constexpr unsigned xmc_stat_slots = 256;        // per-SM counter slots (>= %nsmid)
 
 // ---- header words ------------------------------------------------------------
@@ -154,7 +155,7 @@ struct xmc_heap {
   xmc_fifo *buffers;          // [class * num_buffers + replica]
   uint32_t *hot;              // [(class * num_buffers + replica) * xmc_hot_slots + slot]: chunk refs
   xmc_fifo *sb_buffers;       // [class * num_sb_buffers + replica]
-  unsigned long long *sb_stacks;  // [class * num_sb_buffers + replica]: tag:32 | top ref:32
+  unsigned long long *sb_stacks;  // [(class * num_sb_buffers + replica) * xmc_sb_stacks_per_sm + i]: tag:32 | top ref:32
   unsigned long long *sb_cursor;  // [class * num_sb_cursors + replica]: see xmc_cursor
   xmc_sm_stats *stats;        // [xmc_stat_slots]
   unsigned long long peak_units;  // high-water mark of units held (carved and not free)
