@@ -129,12 +129,15 @@ __device__ inline char *xmc_buffer_get_warp(unsigned group, int cls) {
   if (h.buffering) {
     const unsigned salt = xmc_warp_salt(), rank = xmc_warp_rank(group);
     const unsigned index = xmc_buffer_index(cls, salt);
+    const bool queued = xmc_fifo_maybe_nonempty(&h.buffers[index]);  // overlaps the exchange
     if (rank < xmc_hot_slots) {
-      uint32_t ref = xmc_hot_slot(index, salt + rank * h.buffers_per_sm).exchange(xmc_nil, cuda::memory_order_acq_rel);
+      // Acquire only: taking a chunk publishes nothing.
+      uint32_t ref = xmc_hot_slot(index, salt + rank * h.buffers_per_sm).exchange(xmc_nil, cuda::memory_order_acquire);
       if (ref != xmc_nil) chunk = xmc_deref(ref);
     }
     unsigned want = xmc_warp_ballot(group, !chunk);
-    if (want && !chunk) {
+    // The leader's hint for all: every lane of `want` must join the dequeue.
+    if (want && !chunk && __shfl_sync(want, queued, xmc_warp_leader(want))) {
       uint32_t ref = xmc_fifo_dequeue_warp(&h.buffers[index], want);
       if (ref != xmc_nil) chunk = xmc_deref(ref);
     }
@@ -143,12 +146,10 @@ __device__ inline char *xmc_buffer_get_warp(unsigned group, int cls) {
   if (want && !chunk) chunk = xmc_chunk_source_warp(want, cls, false);
   want = xmc_warp_ballot(group, !chunk);
   if (want && !chunk) chunk = xmc_buffer_scavenge_warp(want, cls);
-  if (chunk) atomicOr((unsigned long long *)xmc_chunk_tag(chunk), xmc_tag::live);
   return chunk;
 }
 
-// Returns a chunk of class `cls` in `region` whose live bit the caller has
-// cleared: into an exchange slot; the chunk it displaces goes on to the FIFO
+// Returns a chunk of class `cls` in `region` (its live bit clear): into an exchange slot; the chunk it displaces goes on to the FIFO
 // behind it, or to its source.
 __device__ inline void xmc_buffer_put(char *chunk, int cls, uint32_t region) {
   const xmc_heap &h = xmc_c_heap;

@@ -64,11 +64,11 @@ __device__ inline uint32_t xmc_coalesce_release(unsigned group, char *p) {
 }
 
 // The last compartment is gone: the chunk goes back to its class. No tag is
-// read (the class follows from the compartments' size, the region from the
-// address), and its live bit is cleared without waiting for the result.
+// read: the class follows from the compartments' size, the region from the
+// address, and a chunk shared by compartments never had its live bit set
+// (no pointer to it was handed out, so xmcFree of its start is invalid).
 __device__ inline void xmc_coalesce_recycle(char *p, uint32_t units) {
   char *chunk = p - xmc_chunk_header;
-  atomicAnd((unsigned long long *)xmc_chunk_tag(chunk), ~xmc_tag::live);
   const int cls = xmc_class_of(sizeof(xmc_coalesced) + units * 16);
   xmc_buffer_put(chunk, cls, xmc_region_of(chunk));
 }

@@ -87,6 +87,15 @@ __device__ __forceinline__ uint32_t xmc_fifo_dequeue(xmc_fifo *f) {
   return xmc_fifo_dequeue_warp(f, 1u << xmc_lane_id());
 }
 
+// A hint, without ordering: false when the FIFO looked empty. Read ahead of
+// the operations before a dequeue, so that an empty FIFO costs no round trip
+// of its own; a stale answer only sends the caller to its next source.
+__device__ __forceinline__ bool xmc_fifo_maybe_nonempty(xmc_fifo *f) {
+  uint32_t h = xmc_atomic32(f->head).load(cuda::memory_order_relaxed);
+  uint64_t t = xmc_atomic64(f->tail).load(cuda::memory_order_relaxed);
+  return xmc_msg_seq(t) - h + 1 != 0;
+}
+
 // Messages present at this moment (a snapshot; others may change it at once).
 __device__ __forceinline__ uint32_t xmc_fifo_size(xmc_fifo *f) {
   uint32_t h = xmc_atomic32(f->head).load(cuda::memory_order_acquire);

@@ -192,8 +192,13 @@ static __device__ __noinline__ void xmc_sb_cursor_retire(unsigned long long *wor
 // stack, or when `everywhere`, from any buffer or stack of the class.
 __device__ inline uint32_t xmc_sb_published(int cls, bool everywhere) {
   const xmc_heap &h = xmc_c_heap;
-  uint32_t ref = xmc_fifo_dequeue(xmc_sb_buffer(cls, xmc_sm_id()));
-  if (ref == xmc_nil) ref = xmc_sb_stack_pop(xmc_sb_stack_here(cls));
+  xmc_fifo *fifo = xmc_sb_buffer(cls, xmc_sm_id());
+  xmc_atomic_u64 stack = xmc_sb_stack_here(cls);
+  // Both looked at in one round trip: on a fresh heap both are empty.
+  const bool queued = xmc_fifo_maybe_nonempty(fifo);
+  const bool stacked = (uint32_t)stack.load(cuda::memory_order_relaxed) != xmc_nil;
+  uint32_t ref = queued ? xmc_fifo_dequeue(fifo) : xmc_nil;
+  if (ref == xmc_nil && stacked) ref = xmc_sb_stack_pop(stack);
   for (unsigned j = 1; everywhere && ref == xmc_nil && j < h.num_sb_buffers; ++j)
     ref = xmc_fifo_dequeue(xmc_sb_buffer(cls, xmc_sm_id() + j));
   for (unsigned i = 0; everywhere && ref == xmc_nil && i < xmc_sb_stacks(); ++i)

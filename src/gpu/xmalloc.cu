@@ -39,6 +39,7 @@ static __device__ void *xmc_malloc_chunks(unsigned rest, size_t size) {
   const int cls = xmc_class_of((uint32_t)size);
   const unsigned group = xmc_warp_match(classed, (uint64_t)cls);
   char *chunk = xmc_buffer_get_warp(group, cls);
+  if (chunk) atomicOr((unsigned long long *)xmc_chunk_tag(chunk), xmc_tag::live);  // handed out whole
   const unsigned served = xmc_warp_ballot(group, chunk != nullptr);
   if ((int)xmc_lane_id() == xmc_warp_leader(group)) {
     xmc_sm_stats *st = xmc_stats_here();
