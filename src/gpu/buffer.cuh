@@ -52,61 +52,93 @@ __device__ inline unsigned long long xmc_frees_total() {
   return frees;
 }
 
+// One lane's share of a reclaim pass over `count` items: rank, rank + n, ...
+#define xmc_for_share(i, count, rank, n) for (unsigned i = (rank); i < (count); i += (n))
+
+// Empties the first level: every exchange slot and FIFO gives its chunks
+// back to where they came from (Superblocks, or the heap).
+__device__ inline void xmc_reclaim_buffers(unsigned rank, unsigned n) {
+  const xmc_heap &h = xmc_c_heap;
+  if (!h.buffering) return;
+  xmc_for_share(i, xmc_classes * h.num_buffers * xmc_hot_slots, rank, n) {
+    xmc_atomic32 slot(h.hot[i]);
+    uint32_t ref = slot.load(cuda::memory_order_relaxed);
+    if (ref != xmc_nil && (ref = slot.exchange(xmc_nil, cuda::memory_order_acq_rel)) != xmc_nil)
+      xmc_chunk_sink(xmc_deref(ref));
+  }
+  xmc_for_share(i, xmc_classes * h.num_buffers, rank, n) {
+    xmc_fifo *f = &h.buffers[i];
+    for (uint32_t k = xmc_fifo_size(f), ref; k-- && (ref = xmc_fifo_dequeue(f)) != xmc_nil;)
+      xmc_chunk_sink(xmc_deref(ref));
+  }
+}
+
+// Sorts every published Superblock again: those with every block back go
+// to the heap.
+__device__ inline void xmc_reclaim_superblocks(unsigned rank, unsigned n) {
+  const xmc_heap &h = xmc_c_heap;
+  xmc_for_share(i, xmc_classes * h.num_sb_buffers, rank, n) {
+    xmc_fifo *f = &h.sb_buffers[i];
+    for (uint32_t k = xmc_fifo_size(f), ref; k-- && (ref = xmc_fifo_dequeue(f)) != xmc_nil;)
+      xmc_sb_republish((xmc_mb *)xmc_deref(ref), i / h.num_sb_buffers);
+  }
+  xmc_for_share(i, xmc_classes * xmc_sb_stacks(), rank, n) {
+    const int cls = i / xmc_sb_stacks();
+    for (uint32_t ref = xmc_sb_stack_take_all(xmc_sb_stack(cls, i % xmc_sb_stacks())); ref != xmc_nil;) {
+      xmc_mb *mb = (xmc_mb *)xmc_deref(ref);
+      ref = xmc_atomic32(xmc_sb_of(mb)->stack_next).load(cuda::memory_order_relaxed);
+      xmc_sb_republish(mb, cls);
+    }
+  }
+}
+
 // Gives the chunks parked in every exchange slot and buffer back to their
 // Superblocks, the blocks the cursors have not handed out too, and entirely
 // free Superblocks back to the heap, so that another class can use the
-// memory. Run by one lane when a request finds the heap exhausted, and only
-// when a class block was freed since the last pass (checked without the
-// lock, so that a crowd of exhausted warps does not queue for nothing). A
-// second caller waits for the running pass (bounded work) and retries its
-// request after it.
-static __device__ __noinline__ bool xmc_reclaim() {
+// memory. Run by the lanes of `group` together (the leader decides and
+// locks, all share the work) when a request finds the heap exhausted, and
+// only when a class block was freed since the last pass (checked without
+// the lock, so that a crowd of exhausted warps does not queue for nothing).
+// A second caller waits for the running pass (bounded work) and retries its
+// request after it. True when the caller should retry.
+static __device__ __noinline__ bool xmc_reclaim(unsigned group) {
   xmc_heap &h = xmc_g_heap;
-  unsigned long long frees = xmc_frees_total();
-  if (frees == xmc_atomic_u64(h.reclaim_seen).load(cuda::memory_order_relaxed)) return false;
   cuda::atomic_ref<int, cuda::thread_scope_device> lock(h.reclaim_lock);
-  if (lock.exchange(1, cuda::memory_order_acquire) != 0) {
-    while (lock.load(cuda::memory_order_acquire) != 0) __nanosleep(256);
-    return true;
-  }
-  frees = xmc_frees_total();
-  const bool run = frees != h.reclaim_seen;
-  const unsigned hot_slots = h.buffering ? xmc_classes * h.num_buffers * xmc_hot_slots : 0;
-  for (unsigned i = 0; run && i < hot_slots; ++i) {
-    xmc_atomic32 slot(h.hot[i]);
-    uint32_t ref = slot.load(cuda::memory_order_relaxed);
-    if (ref == xmc_nil || (ref = slot.exchange(xmc_nil, cuda::memory_order_acq_rel)) == xmc_nil) continue;
-    xmc_chunk_sink(xmc_deref(ref));
-  }
-  for (int cls = 0; run && h.buffering && cls < xmc_classes; ++cls)
-    for (unsigned r = 0; r < h.num_buffers; ++r) {
-      xmc_fifo *f = &h.buffers[cls * h.num_buffers + r];
-      for (uint32_t n = xmc_fifo_size(f), ref; n-- && (ref = xmc_fifo_dequeue(f)) != xmc_nil;) {
-        xmc_chunk_sink(xmc_deref(ref));
+  const int leader = xmc_warp_leader(group);
+  enum { idle, waited, running } state = idle;
+  unsigned long long frees = 0;
+  if ((int)xmc_lane_id() == leader) {
+    frees = xmc_frees_total();
+    if (frees != xmc_atomic_u64(h.reclaim_seen).load(cuda::memory_order_relaxed)) {
+      if (lock.exchange(1, cuda::memory_order_acquire) == 0) {
+        frees = xmc_frees_total();
+        state = frees != h.reclaim_seen ? running : idle;
+        if (state == idle) lock.store(0, cuda::memory_order_release);
+      } else {
+        while (lock.load(cuda::memory_order_acquire) != 0) __nanosleep(256);
+        state = waited;
       }
     }
-  for (unsigned i = 0; run && h.superblocks && i < xmc_classes * h.num_sb_cursors; ++i)
-    xmc_sb_cursor_retire(&h.sb_cursor[i], i / h.num_sb_cursors);
-  for (int cls = 0; run && h.superblocks && cls < xmc_classes; ++cls)
-    for (unsigned r = 0; r < h.num_sb_buffers; ++r) {
-      xmc_fifo *f = xmc_sb_buffer(cls, r);
-      for (uint32_t n = xmc_fifo_size(f), ref; n-- && (ref = xmc_fifo_dequeue(f)) != xmc_nil;)
-        xmc_sb_republish((xmc_mb *)xmc_deref(ref), cls);
-    }
-  for (int cls = 0; run && h.superblocks && cls < xmc_classes; ++cls)
-    for (unsigned i = 0; i < xmc_sb_stacks(); ++i)
-      for (uint32_t ref = xmc_sb_stack_take_all(xmc_sb_stack(cls, i)); ref != xmc_nil;) {
-        xmc_mb *mb = (xmc_mb *)xmc_deref(ref);
-        ref = xmc_atomic32(xmc_sb_of(mb)->stack_next).load(cuda::memory_order_relaxed);
-        xmc_sb_republish(mb, cls);
-      }
-  // Marked done only now: a caller arriving during the pass waits for it.
-  xmc_atomic_u64(h.reclaim_seen).store(frees, cuda::memory_order_relaxed);
-  lock.store(0, cuda::memory_order_release);
-  return run;
+  }
+  state = (decltype(state))__shfl_sync(group, (int)state, leader);
+  if (state != running) return state == waited;
+  const unsigned rank = xmc_warp_rank(group), n = __popc(group);
+  xmc_reclaim_buffers(rank, n);
+  __syncwarp(group);  // chunks are back in their Superblocks before those are sorted
+  if (h.superblocks) {
+    xmc_for_share(i, xmc_classes * h.num_sb_cursors, rank, n)
+      xmc_sb_cursor_retire(&h.sb_cursor[i], i / h.num_sb_cursors);
+    __syncwarp(group);
+    xmc_reclaim_superblocks(rank, n);
+    __syncwarp(group);
+  }
+  if ((int)xmc_lane_id() == leader) {
+    // Marked done only now: a caller arriving during the pass waits for it.
+    xmc_atomic_u64(h.reclaim_seen).store(frees, cuda::memory_order_relaxed);
+    lock.store(0, cuda::memory_order_release);
+  }
+  return true;
 }
-
-// ---- get and put --------------------------------------------------------------------
 
 // Exhausted: partly free Superblocks of the class on every SM, then memory
 // reclaimed from every buffer and class (which also empties this class's
@@ -114,13 +146,11 @@ static __device__ __noinline__ bool xmc_reclaim() {
 static __device__ __noinline__ char *xmc_buffer_scavenge_warp(unsigned group, int cls) {
   char *chunk = xmc_chunk_source_warp(group, cls, true);
   const unsigned want = xmc_warp_ballot(group, !chunk);
-  if (want && !chunk) {
-    const int leader = xmc_warp_leader(want);
-    bool reclaimed = (int)xmc_lane_id() == leader && xmc_reclaim();
-    if (__shfl_sync(want, reclaimed, leader)) chunk = xmc_chunk_source_warp(want, cls, true);
-  }
+  if (want && !chunk && xmc_reclaim(want)) chunk = xmc_chunk_source_warp(want, cls, true);
   return chunk;
 }
+
+// ---- get and put --------------------------------------------------------------------
 
 // Every lane of `group` gets a chunk start of class `cls`, or nullptr.
 __device__ inline char *xmc_buffer_get_warp(unsigned group, int cls) {

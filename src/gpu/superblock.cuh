@@ -188,10 +188,36 @@ static __device__ __noinline__ void xmc_sb_cursor_retire(unsigned long long *wor
   xmc_sb_return_bits((xmc_mb *)xmc_deref((uint32_t)(w >> 32)), cls, ~xmc_bits_below((uint32_t)w));
 }
 
+// A published Superblock of `cls` from any SM's buffers and stacks, this
+// SM's first. The heads are read eight at a time (independent loads, one
+// round trip), since on an exhausted heap every one of them comes back empty.
+__device__ inline uint32_t xmc_sb_published_anywhere(int cls) {
+  const xmc_heap &h = xmc_c_heap;
+  constexpr unsigned batch = 8;
+  const unsigned fifos = h.num_sb_buffers, stacks = xmc_sb_stacks(), sources = fifos + stacks;
+  const unsigned sm = xmc_sm_id() % fifos;
+  auto stack = [&](unsigned i) { return xmc_sb_stack(cls, (i - fifos + sm * xmc_sb_stacks_per_sm) % stacks); };
+  for (unsigned base = 0; base < sources; base += batch) {
+    bool seen[batch];
+#pragma unroll
+    for (unsigned k = 0; k < batch; ++k) {
+      const unsigned i = base + k;
+      seen[k] = i < fifos ? xmc_fifo_maybe_nonempty(xmc_sb_buffer(cls, sm + i))
+                : i < sources && (uint32_t)stack(i).load(cuda::memory_order_relaxed) != xmc_nil;
+    }
+    for (unsigned k = 0; k < batch; ++k) {
+      const unsigned i = base + k;
+      uint32_t ref = !seen[k] ? xmc_nil
+                     : i < fifos ? xmc_fifo_dequeue(xmc_sb_buffer(cls, sm + i)) : xmc_sb_stack_pop(stack(i));
+      if (ref != xmc_nil) return ref;
+    }
+  }
+  return xmc_nil;
+}
+
 // A published Superblock of `cls`: from this SM's buffer or this warp's
 // stack, or when `everywhere`, from any buffer or stack of the class.
 __device__ inline uint32_t xmc_sb_published(int cls, bool everywhere) {
-  const xmc_heap &h = xmc_c_heap;
   xmc_fifo *fifo = xmc_sb_buffer(cls, xmc_sm_id());
   xmc_atomic_u64 stack = xmc_sb_stack_here(cls);
   // Both looked at in one round trip: on a fresh heap both are empty.
@@ -199,10 +225,7 @@ __device__ inline uint32_t xmc_sb_published(int cls, bool everywhere) {
   const bool stacked = (uint32_t)stack.load(cuda::memory_order_relaxed) != xmc_nil;
   uint32_t ref = queued ? xmc_fifo_dequeue(fifo) : xmc_nil;
   if (ref == xmc_nil && stacked) ref = xmc_sb_stack_pop(stack);
-  for (unsigned j = 1; everywhere && ref == xmc_nil && j < h.num_sb_buffers; ++j)
-    ref = xmc_fifo_dequeue(xmc_sb_buffer(cls, xmc_sm_id() + j));
-  for (unsigned i = 0; everywhere && ref == xmc_nil && i < xmc_sb_stacks(); ++i)
-    ref = xmc_sb_stack_pop(xmc_sb_stack(cls, i));
+  if (ref == xmc_nil && everywhere) ref = xmc_sb_published_anywhere(cls);
   return ref;
 }
 

@@ -31,7 +31,7 @@ constexpr unsigned xmc_sb_blocks = 32;      // Basicblocks per Superblock
 constexpr unsigned xmc_sb_full = 0xffffffffu;
 
 constexpr unsigned xmc_fifo_capacity = 64;      // first level: free chunks of one class
-constexpr unsigned xmc_hot_slots = 4;           // exchange slots in front of each first-level FIFO
+constexpr unsigned xmc_hot_slots = 8;           // exchange slots in front of each first-level FIFO
 constexpr unsigned xmc_sb_fifo_capacity = 256;  // second level: partly free Superblocks
 constexpr unsigned xmc_sb_cursors_per_sm = 2;  // Superblock cursors per class and SM
 constexpr unsigned xmc_sb_stacks_per_sm = 4;   // Superblock stacks per class and SM

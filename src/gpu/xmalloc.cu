@@ -20,7 +20,7 @@ static __device__ __noinline__ void *xmc_malloc_large(size_t size) {
   }
   uint32_t units = (uint32_t)((size + xmc_chunk_header + xmc_unit - 1) >> xmc_unit_shift);
   xmc_mb *mb = xmc_mb_alloc(units, xmc_kind_memory, xmc_class_large);
-  if (!mb && xmc_reclaim()) mb = xmc_mb_alloc(units, xmc_kind_memory, xmc_class_large);
+  if (!mb && xmc_reclaim(1u << xmc_lane_id())) mb = xmc_mb_alloc(units, xmc_kind_memory, xmc_class_large);
   if (!mb) {
     atomicAdd(&st->failed, 1ull);
     return nullptr;
