@@ -204,7 +204,7 @@ xmcError xmcGetStats(xmcStats *out) {
   for (uint32_t i = 0; i < h.num_regions; ++i) {
     const xmc_region &r = h.regions[i];
     out->heap_bytes += (size_t)r.units << xmc_unit_shift;
-    held += std::min<unsigned long long>(r.top, r.units) - r.free_units;
+    held += xmc_region_held(r.top, r.units, r.free_units);
   }
   out->bytes_free = out->heap_bytes - ((size_t)held << xmc_unit_shift);
   out->bytes_in_use_peak = (size_t)std::max(held, h.peak_units) << xmc_unit_shift;

@@ -41,8 +41,8 @@ __device__ inline unsigned long long xmc_mb_held_units() {
   unsigned long long held = 0;
   for (uint32_t i = 0; i < xmc_g_heap.num_regions; ++i) {
     xmc_region *r = &xmc_g_heap.regions[i];
-    unsigned long long top = xmc_atomic_u64(r->top).load(cuda::memory_order_relaxed);
-    held += (top < r->units ? top : r->units) - xmc_atomic_u64(r->free_units).load(cuda::memory_order_relaxed);
+    held += xmc_region_held(xmc_atomic_u64(r->top).load(cuda::memory_order_relaxed), r->units,
+                            xmc_atomic_u64(r->free_units).load(cuda::memory_order_relaxed));
   }
   return held;
 }

@@ -131,6 +131,13 @@ struct xmc_region {
   uint32_t pad;
 };
 
+// Units a region holds: carved (top may overshoot the end) and not on its
+// free list. Device code passes atomic reads, xmcGetStats a copy.
+__host__ __device__ inline unsigned long long xmc_region_held(unsigned long long top, uint32_t units,
+                                                            unsigned long long free_units) {
+  return (top < units ? top : units) - free_units;
+}
+
 // Per-SM counters; summed by xmcGetStats.
 struct xmc_sm_stats {
   unsigned long long allocs[xmc_classes];
