@@ -14,7 +14,9 @@
 // (into h.buffers; its exchange slots are h.hot[index * xmc_hot_slots ...]).
 __device__ __forceinline__ unsigned xmc_buffer_index(int cls, unsigned salt) {
   const xmc_heap &h = xmc_c_heap;
-  unsigned r = (xmc_sm_id() * h.buffers_per_sm + salt % h.buffers_per_sm) % h.num_buffers;
+  // buffers_per_sm is a power of two: no division on the fast path.
+  unsigned r = (xmc_sm_id() << h.buffers_per_sm_log2) + (salt & ((1u << h.buffers_per_sm_log2) - 1));
+  if (r >= h.num_buffers) r %= h.num_buffers;  // fewer buffers than SMs (an ablation)
   return cls * h.num_buffers + r;
 }
 
@@ -22,7 +24,7 @@ __device__ __forceinline__ unsigned xmc_buffer_index(int cls, unsigned salt) {
 // warps whose salts differ by a multiple of the SM count still spread.
 __device__ __forceinline__ xmc_atomic32 xmc_hot_slot(unsigned index, unsigned salt) {
   const xmc_heap &h = xmc_c_heap;
-  const unsigned hash = (salt / h.buffers_per_sm * 0x9E3779B1u) >> 16;
+  const unsigned hash = ((salt >> h.buffers_per_sm_log2) * 0x9E3779B1u) >> 16;
   return xmc_atomic32(h.hot[index * xmc_hot_slots + hash % xmc_hot_slots]);
 }
 
@@ -162,7 +164,7 @@ __device__ inline char *xmc_buffer_get_warp(unsigned group, int cls) {
     const bool queued = xmc_fifo_maybe_nonempty(&h.buffers[index]);  // overlaps the exchange
     if (rank < xmc_hot_slots) {
       // Acquire only: taking a chunk publishes nothing.
-      uint32_t ref = xmc_hot_slot(index, salt + rank * h.buffers_per_sm).exchange(xmc_nil, cuda::memory_order_acquire);
+      uint32_t ref = xmc_hot_slot(index, salt + (rank << h.buffers_per_sm_log2)).exchange(xmc_nil, cuda::memory_order_acquire);
       if (ref != xmc_nil) chunk = xmc_deref(ref);
     }
     unsigned want = xmc_warp_ballot(group, !chunk);

@@ -146,7 +146,8 @@ xmcError xmcInitWithConfig(size_t heap_bytes, const xmcConfig &config) {
   h.buffering = config.buffering;
   h.superblocks = config.superblocks;
   h.num_buffers = config.buffers_per_class ? config.buffers_per_class : 8 * sms;
-  h.buffers_per_sm = std::max(1u, h.num_buffers / sms);
+  // The largest power of two of buffers per SM that the count allows.
+  while ((2u << h.buffers_per_sm_log2) <= h.num_buffers / (unsigned)sms) ++h.buffers_per_sm_log2;
   h.num_sb_buffers = sms;
   h.num_sb_cursors = sms * xmc_sb_cursors_per_sm;
   host->live = true;  // from here on, failures release what was taken

@@ -155,7 +155,7 @@ struct xmc_heap {
   uint32_t ready;
   uint32_t coalescing, buffering, superblocks;
   uint32_t num_buffers;       // first-level FIFOs per class
-  uint32_t buffers_per_sm;
+  uint32_t buffers_per_sm_log2;  // a warp picks among 2^this of its SM's buffers
   uint32_t num_sb_buffers;    // second-level FIFOs per class
   uint32_t num_sb_cursors;    // Superblock cursors per class
   uint16_t sb_cursors_in_use[xmc_classes];  // of them, per class: see xmc_host_size_cursors
