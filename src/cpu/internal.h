@@ -63,7 +63,6 @@ extern mm_heap_t *mm_heaps_all;
 void mm_page_init(mm_page_t *page, mm_segment_t *seg, unsigned size_class);
 void mm_page_collect(mm_page_t *page);
 bool mm_page_extend(mm_page_t *page);
-size_t mm_page_shrink(mm_page_t *page);
 bool mm_page_try_mark_full(mm_page_t *page);
 bool mm_page_try_clear_delayed(mm_page_t *page);
 void mm_page_retire(mm_page_t *page);
@@ -88,7 +87,7 @@ unsigned mm_span_block_class(mm_segment_t *seg, const void *p);
 bool mm_span_resize(mm_segment_t *seg, void *p, size_t size);
 size_t mm_span_usable_size(mm_segment_t *seg, const void *p);
 void mm_span_collect(mm_heap_t *heap);
-size_t mm_span_purge(mm_heap_t *heap, size_t units);
+void mm_span_purge(mm_heap_t *heap, size_t units);
 
 /* ---- large.c ---- */
 void *mm_large_alloc(size_t size, size_t alignment, bool zero);

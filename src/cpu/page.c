@@ -65,24 +65,6 @@ bool mm_page_extend(mm_page_t *page) {
   return true;
 }
 
-/* An empty page that its class keeps (mm_page_retire) gives its memory back
- * past the blocks of its first OS page, which it carves afresh; returns the
- * OS pages given back.  Carving them again does not count as growth
- * (page->touched stays): only memory never touched before makes the heap
- * give memory back, so a purged page that is reused makes no other purge,
- * and the faults of reuse stay bounded by the heap's growth. */
-size_t mm_page_shrink(mm_page_t *page) {
-  uintptr_t mask = MM_OS_PAGE_SIZE - 1;
-  uintptr_t end = ((uintptr_t)page->start + (size_t)page->capacity * page->stride + mask) & ~mask;
-  page->free = NULL;
-  page->capacity = 0;
-  mm_page_carve(page);
-  uintptr_t from = ((uintptr_t)page->start + (size_t)page->capacity * page->stride + mask) & ~mask;
-  if (end <= from) return 0;
-  mm_os_purge((void *)from, end - from);
-  return (end - from) / MM_OS_PAGE_SIZE;
-}
-
 /* Moves the remote frees into `free`, keeping the tag; the list is walked
  * to count its blocks out of `used`. */
 void mm_page_collect(mm_page_t *page) {

@@ -62,7 +62,7 @@ static void mm_span_bin_insert(mm_heap_t *heap, mm_span_t *run) {
   if (run->next != NULL) run->next->prev = run;
   heap->span_bins[b] = run;
   heap->span_bin_mask |= (uint64_t)1 << b;
-  heap->span_dirty += run->dirty;
+  heap->span_resident += run->resident;
 }
 
 static void mm_span_bin_remove(mm_heap_t *heap, mm_span_t *run) {
@@ -70,13 +70,19 @@ static void mm_span_bin_remove(mm_heap_t *heap, mm_span_t *run) {
   if (run->prev != NULL) run->prev->next = run->next;
   else if ((heap->span_bins[b] = run->next) == NULL) heap->span_bin_mask &= ~((uint64_t)1 << b);
   if (run->next != NULL) run->next->prev = run->prev;
-  heap->span_dirty -= run->dirty;
+  heap->span_resident -= run->resident;
 }
 
-/* Makes `units` from `first` one free run and bins it. */
-static void mm_span_make_free(mm_heap_t *heap, mm_span_t *first, size_t units, bool dirty) {
+/* Makes `units` from `first` one free run and bins it; at most `resident`
+ * of its units (none past the segment's touched ones) may be resident. */
+static void mm_span_make_free(mm_heap_t *heap, mm_span_t *first, size_t units, size_t resident) {
+  mm_segment_t *seg = mm_segment_of(first);
+  size_t i = (size_t)(first - mm_span_units(seg));
+  size_t touched = seg->span_touched > i ? seg->span_touched - i : 0;
+  if (resident > units) resident = units;
+  if (resident > touched) resident = touched;
   mm_span_set(first, units, true);
-  first->dirty = dirty;
+  first->resident = (uint16_t)resident;
   mm_span_bin_insert(heap, first);
 }
 
@@ -84,17 +90,20 @@ static void mm_span_make_free(mm_heap_t *heap, mm_span_t *first, size_t units, b
  * the free runs beside it. */
 static void mm_span_release(mm_heap_t *heap, mm_segment_t *seg, size_t i, size_t n) {
   mm_span_t *units = mm_span_units(seg);
+  size_t resident = n;
   if (i + n < MM_SPAN_UNITS && units[i + n].free) {
     mm_span_bin_remove(heap, &units[i + n]);
+    resident += units[i + n].resident;
     n += units[i + n].units;
   }
   if (i > 0 && units[i - 1].free) {
     size_t before = units[i - 1].units;
     i -= before;
     mm_span_bin_remove(heap, &units[i]);
+    resident += units[i].resident;
     n += before;
   }
-  mm_span_make_free(heap, &units[i], n, true);
+  mm_span_make_free(heap, &units[i], n, resident);
 }
 
 /* A free run of at least `units`: the first that fits among the first few
@@ -110,25 +119,26 @@ static mm_span_t *mm_span_find(mm_heap_t *heap, size_t units) {
   return above == 0 ? NULL : heap->span_bins[__builtin_ctzll(above)];
 }
 
-/* Gives free runs that may be resident back to the OS, the largest first,
- * until about `units` went back (mm_heap_grown); returns how many did. */
-size_t mm_span_purge(mm_heap_t *heap, size_t units) {
+/* Gives free runs with at least MM_SPAN_PURGE_MIN resident units back to
+ * the OS, the largest first, until about `units` went back (mm_heap_grown).
+ * Shorter runs stay: the next blocks are cut from them, and purging them
+ * cost syn-mix-realloc a madvise and a fault for nearly every page given
+ * back, for a point of utilization or less. */
+#define MM_SPAN_PURGE_MIN 16
+void mm_span_purge(mm_heap_t *heap, size_t units) {
   size_t purged = 0;
-  for (int b = MM_SPAN_BINS - 1; b >= 0 && purged < units && heap->span_dirty > 0; b--) {
+  for (int b = MM_SPAN_BINS - 1; b >= 0 && purged < units && heap->span_resident > 0; b--) {
     for (mm_span_t *run = heap->span_bins[b]; run != NULL && purged < units; run = run->next) {
-      if (!run->dirty) continue;
+      if (run->resident < MM_SPAN_PURGE_MIN) continue;
       mm_segment_t *seg = mm_segment_of(run);
       size_t i = (size_t)(run - mm_span_units(seg)), end = i + run->units;
       if (end > seg->span_touched) end = seg->span_touched;
-      if (end > i) {
-        mm_os_purge(mm_span_area(seg) + (i << MM_SPAN_SHIFT), (end - i) << MM_SPAN_SHIFT);
-        purged += end - i;
-      }
-      run->dirty = 0;
-      heap->span_dirty--;
+      mm_os_purge(mm_span_area(seg) + (i << MM_SPAN_SHIFT), (end - i) << MM_SPAN_SHIFT);
+      purged += end - i;
+      heap->span_resident -= run->resident;
+      run->resident = 0;
     }
   }
-  return purged;
 }
 
 /* Units up to `end` of the segment are in use: those never touched before
@@ -149,7 +159,7 @@ static bool mm_span_segment_new(mm_heap_t *heap) {
   mm_segment_t *seg = mm_segment_alloc(heap, MM_SEGMENT_SPAN);
   if (seg == NULL) return false;
   heap->span_segments++;
-  mm_span_make_free(heap, mm_span_units(seg), MM_SPAN_UNITS, false);
+  mm_span_make_free(heap, mm_span_units(seg), MM_SPAN_UNITS, 0);
   return true;
 }
 
@@ -172,6 +182,9 @@ static void mm_span_segment_empty(mm_heap_t *heap, mm_segment_t *seg) {
   if (seg->span_touched > keep) {
     mm_os_purge(mm_span_area(seg) + (keep << MM_SPAN_SHIFT), (seg->span_touched - keep) << MM_SPAN_SHIFT);
     seg->span_touched = (uint32_t)keep;
+    mm_span_t *run = mm_span_units(seg);
+    mm_span_bin_remove(heap, run);
+    mm_span_make_free(heap, run, MM_SPAN_UNITS, keep);
   }
 }
 
@@ -202,16 +215,15 @@ void *mm_span_alloc(mm_heap_t *heap, size_t size, size_t alignment) {
   mm_span_t *all = mm_span_units(seg);
   if (seg == heap->span_empty) heap->span_empty = NULL;
   mm_span_bin_remove(heap, run);
-  size_t i = (size_t)(run - all), n = run->units;
-  bool dirty = run->dirty;
+  size_t i = (size_t)(run - all), n = run->units, resident = run->resident;
   uintptr_t start = (uintptr_t)mm_span_area(seg) + (i << MM_SPAN_SHIFT);
   size_t skip = (size_t)((((start + alignment - 1) & ~(uintptr_t)(alignment - 1)) - start) >> MM_SPAN_SHIFT);
   if (skip > 0) {
-    mm_span_make_free(heap, run, skip, dirty);
+    mm_span_make_free(heap, run, skip, resident);
     i += skip;
     n -= skip;
   }
-  if (n > units) mm_span_make_free(heap, &all[i + units], n - units, dirty);
+  if (n > units) mm_span_make_free(heap, &all[i + units], n - units, resident);
   mm_span_set(&all[i], units, false);
   seg->used_pages++;
   heap->stats.blocks[mm_span_class(units)]++;
@@ -258,9 +270,9 @@ bool mm_span_resize(mm_segment_t *seg, void *p, size_t size) {
     mm_span_t *next = i + n < MM_SPAN_UNITS ? &all[i + n] : NULL;
     if (next == NULL || !next->free || n + next->units < want) return false;
     size_t rest = n + next->units - want;
-    bool dirty = next->dirty;
+    size_t resident = next->resident;
     mm_span_bin_remove(heap, next);
-    if (rest > 0) mm_span_make_free(heap, &all[i + want], rest, dirty);
+    if (rest > 0) mm_span_make_free(heap, &all[i + want], rest, resident);
     mm_span_touch(heap, seg, i + want);
   }
   heap->stats.blocks[mm_span_class(n)]--;

@@ -114,7 +114,7 @@ struct mm_span_s {
   mm_span_t *prev;
   uint32_t units;         /* length of the run */
   uint16_t free;          /* the run is free */
-  uint16_t dirty;         /* free run, first unit: some of its memory may be resident */
+  uint16_t resident;      /* free run, first unit: at most this many of its units are resident */
 };
 
 /* Segment header, at the start of every segment and every large mapping.
@@ -164,7 +164,7 @@ struct mm_heap_s {
   uint64_t span_bin_mask;                      /* bit b set: span_bins[b] is not empty */
   mm_segment_t *span_empty;                    /* a span segment with no run in use, kept */
   uintptr_t span_segments;                     /* span segments owned */
-  uintptr_t span_dirty;                        /* free runs that may be resident */
+  uintptr_t span_resident;                     /* units of free runs that may be resident */
   uintptr_t grown;                             /* 4 KiB units taken afresh since memory was last given back */
   mm_heap_stats_t stats;
   mm_heap_t *all_next;                         /* link in the list of all heaps (never removed) */
