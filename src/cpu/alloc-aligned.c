@@ -7,8 +7,10 @@
  * (mm_class_stride) and their blocks are only 64-aligned, so there the
  * aligned address lies inside a block big enough to hold it (mimalloc's
  * way); the page is marked, and free and usable_size find the block's
- * start.  Alignments above 128 KiB, and sizes
- * beyond the classes, get a large block placed at the alignment. */
+ * start.  Where that block would be above 32 KiB, a span placed at the
+ * alignment serves instead (spans start at multiples of 4 KiB).
+ * Alignments above 128 KiB, and sizes beyond the classes, get a large
+ * block placed at the alignment. */
 #include "internal.h"
 
 static void *mm_malloc_inner_aligned(size_t size, size_t alignment) {
@@ -26,13 +28,14 @@ static void *mm_malloc_inner_aligned(size_t size, size_t alignment) {
 /* `alignment` is a power of two. */
 void *mm_malloc_aligned(size_t size, size_t alignment) {
   if (alignment <= MM_ALIGNMENT) return mm_malloc_inline(size);
-  if (alignment <= MM_SEGMENT_HEADER_SIZE && size <= MM_SIZE_CLASS_MAX - alignment) {
+  if (alignment <= MM_SEGMENT_HEADER_SIZE && size <= MM_MEDIUM_BLOCK_MAX) {
     for (unsigned c = mm_size_class_of(size < alignment ? alignment : size);
-         c < MM_SIZE_CLASS_COUNT && mm_class_stride(c) == mm_size_class_size(c); c++)
+         c <= MM_MEDIUM_CLASS_LAST && mm_class_stride(c) == mm_size_class_size(c); c++)
       if (mm_size_class_size(c) % alignment == 0) return mm_malloc_inline(mm_size_class_size(c));
-    return mm_malloc_inner_aligned(size, alignment);
+    if (size + alignment - MM_ALIGNMENT <= MM_MEDIUM_BLOCK_MAX) return mm_malloc_inner_aligned(size, alignment);
   }
   mm_heap_t *heap = mm_heap_tls;
-  if (heap == &mm_heap_empty && mm_thread_init() == NULL) return NULL;
+  if (heap == &mm_heap_empty && (heap = mm_thread_init()) == NULL) return NULL;
+  if (alignment <= MM_SEGMENT_HEADER_SIZE && size <= MM_SIZE_CLASS_MAX) return mm_span_alloc(heap, size, alignment);
   return mm_large_alloc(size, alignment, false);
 }

@@ -3,8 +3,8 @@
  * The fast path (mm_malloc_inline in internal.h) pops the first block of the
  * page that heap->direct (or heap->direct_class) names for the size.
  * Everything else arrives in mm_malloc_generic: the first malloc of a
- * thread, sizes above the direct range, an exhausted page, large blocks and
- * checked mode. */
+ * thread, sizes above the direct range, an exhausted page, spans, large
+ * blocks and checked mode. */
 #include <errno.h>
 
 #include "internal.h"
@@ -30,6 +30,7 @@ void *mm_malloc_generic(mm_heap_t *heap, size_t size) {
   }
   if (size > MM_SIZE_CLASS_MAX) return mm_large_alloc(size, MM_ALIGNMENT, false);
   if (mm_unlikely(mm_atomic_load_relaxed(&heap->delayed_free) != 0)) mm_heap_delayed_drain(heap);
+  if (size > MM_MEDIUM_BLOCK_MAX) return mm_span_alloc(heap, size, MM_ALIGNMENT);
   return mm_malloc_from_class(heap, mm_size_class_of(size));
 }
 
@@ -57,6 +58,7 @@ size_t mm_usable_size(const void *p) {
   if (p == NULL) return 0;
   mm_segment_t *seg = mm_segment_of(p);
   if (seg->kind == MM_SEGMENT_LARGE) return seg->block_size;
+  if (seg->kind == MM_SEGMENT_SPAN) return mm_span_usable_size(seg, p);
   mm_page_t *page = mm_segment_page_of(seg, p);
   if (!page->has_aligned) return page->block_size;
   return page->block_size - (size_t)((uintptr_t)p - (uintptr_t)mm_page_block_of(page, p));
@@ -76,6 +78,9 @@ MM_EXPORT void *mm_realloc(void *p, size_t size) {
   if (mm_unlikely(mm_options.checked)) mm_checked_realloc(p);
   mm_segment_t *seg = mm_segment_of(p);
   if (seg->kind == MM_SEGMENT_LARGE && size > MM_SIZE_CLASS_MAX) return mm_large_realloc(seg, p, size);
+  if (seg->kind == MM_SEGMENT_SPAN && size > MM_MEDIUM_BLOCK_MAX && size <= MM_SIZE_CLASS_MAX &&
+      mm_span_resize(seg, p, size))
+    return p;
   size_t usable = mm_usable_size(p);
   if (size <= usable && size >= usable / 2) return p; /* fits, and not wastefully */
   void *q = mm_malloc_inline(size);

@@ -115,11 +115,16 @@ static mm_segment_t *mm_checked_validate(const void *p, bool release, const mm_c
     return seg;
   }
   if (seg->heap == NULL || (uintptr_t)p - (uintptr_t)seg < MM_SEGMENT_HEADER_SIZE) mm_fatal_pointer(words->invalid, p);
-  mm_page_t *page = mm_segment_page_of(seg, p);
-  uintptr_t offset = (uintptr_t)p - (uintptr_t)page->start;
-  if (page->block_size == 0 || (uintptr_t)p < (uintptr_t)page->start || offset / page->stride >= page->capacity ||
-      (offset % page->stride != 0 && !page->has_aligned) || offset % page->stride >= page->block_size)
-    mm_fatal_pointer(words->invalid, p);
+  if (seg->kind == MM_SEGMENT_SPAN) {
+    /* runs start on units; the bitmap tells a live one from anything else */
+    if (((uintptr_t)p & (MM_SPAN_UNIT - 1)) != 0) mm_fatal_pointer(words->invalid, p);
+  } else {
+    mm_page_t *page = mm_segment_page_of(seg, p);
+    uintptr_t offset = (uintptr_t)p - (uintptr_t)page->start;
+    if (page->block_size == 0 || (uintptr_t)p < (uintptr_t)page->start || offset / page->stride >= page->capacity ||
+        (offset % page->stride != 0 && !page->has_aligned) || offset % page->stride >= page->block_size)
+      mm_fatal_pointer(words->invalid, p);
+  }
   size_t bit = mm_checked_bit(seg, p);
   bool live = release ? mm_bitmap_clear(mm_checked_bits(seg), bit) : mm_bitmap_test(mm_checked_bits(seg), bit);
   if (!live) mm_fatal_pointer(words->freed, p);

@@ -3,22 +3,41 @@
  * The fast path (mm_free_inline in internal.h) pushes the block on its
  * page's free list when the calling thread owns the segment.  Here:
  * frees into full pages, frees from other threads (or from a thread whose
- * heap is gone), inner aligned addresses and large blocks. */
+ * heap is gone), inner aligned addresses, spans and large blocks. */
 #include "internal.h"
 
-static void mm_free_remote(mm_heap_t *heap, mm_page_t *page, mm_block_t *block) {
-  unsigned size_class = page->size_class; /* the page may be gone after the push */
-  mm_page_free_remote(page, block);
+/* A block of `size_class` left the freeing thread's count. */
+static void mm_free_count_remote(mm_heap_t *heap, unsigned size_class) {
   /* a thread that only frees gets a heap too, to count in without sharing */
   if (heap == &mm_heap_empty) heap = mm_thread_init_on_free();
   if (heap != NULL) heap->stats.blocks[size_class]--;
   else mm_stats_orphan_free(size_class);
 }
 
+static void mm_free_remote(mm_heap_t *heap, mm_page_t *page, mm_block_t *block) {
+  unsigned size_class = page->size_class; /* the page may be gone after the push */
+  mm_page_free_remote(page, block);
+  mm_free_count_remote(heap, size_class);
+}
+
+static void mm_free_span(mm_heap_t *heap, mm_segment_t *seg, void *p) {
+  if (seg->heap == heap) {
+    mm_span_free(heap, seg, p);
+    return;
+  }
+  unsigned size_class = mm_span_block_class(seg, p); /* the run may be gone after the push */
+  mm_span_free_remote(seg, p);
+  mm_free_count_remote(heap, size_class);
+}
+
 void mm_free_generic(mm_segment_t *seg, mm_page_t *page, void *p) {
   mm_heap_t *heap = mm_heap_tls;
   if (seg->kind == MM_SEGMENT_LARGE) {
     mm_large_free(seg);
+    return;
+  }
+  if (seg->kind == MM_SEGMENT_SPAN) {
+    mm_free_span(heap, seg, p);
     return;
   }
   if (page->has_aligned) p = mm_page_block_of(page, p);

@@ -105,11 +105,12 @@ void mm_heap_page_unfull(mm_heap_t *heap, mm_page_t *page) {
  * ------------------------------------------------------------------------- */
 
 /* A fresh page for the class.  For blocks above 16 KiB, preferably an empty
- * page that another class keeps (mm_page_retire) in a segment of the same
- * kind, whose carved memory is still resident: a program whose big sizes
- * drift through classes, as compilers' and interpreters' do, then reuses
- * it instead of touching new memory, and keeps no freed block resident in
- * each class (gcc-O2.rep kept 1.2 MB so, for 3.3 MB live).  Small pages
+ * page that another class keeps (mm_page_retire) in a medium segment, whose
+ * carved memory is still resident: a program whose sizes drift through
+ * classes, as compilers' and interpreters' do, then reuses it instead of
+ * touching new memory, and keeps no freed block resident in each class
+ * (gcc-O2.rep kept 1.2 MB so, for 3.3 MB live, before blocks above 32 KiB
+ * moved to spans).  Small pages
  * stay with their class: taking them over too made trace replays up to 13%
  * slower, their classes coming back soon to carve a page afresh.  Checked
  * mode leaves kept pages alone, so that a second free of one of their
@@ -139,14 +140,15 @@ static size_t mm_class_alignment(unsigned size_class) {
   return align < MM_SEGMENT_HEADER_SIZE ? align : MM_SEGMENT_HEADER_SIZE;
 }
 
-/* Before a class of blocks above 16 KiB carves memory, that is grows the
- * heap, a free block of a class up to MM_BORROW_CLASSES larger (twice the
- * size), in the first page of its queue, serves instead if it is as
- * aligned: it is resident already.  Pages serve one class, so a free block
- * of one size was of no use to the next size up, where glibc coalesces and
- * splits: at its peak syn-mix.rep held 2.5 MB free in pages of
- * 144 KiB-1 MiB blocks for 2.9 MB live.  The block goes back to its own
- * page on free (found by address) and malloc_usable_size reports its size.
+/* Before a class of 18-32 KiB blocks carves memory, that is grows the heap,
+ * a free block of a larger class of pages, up to MM_BORROW_CLASSES up, in
+ * the first page of its queue, serves instead if it is as aligned: it is
+ * resident already.  Pages serve one class, so a free block of one size is
+ * otherwise of no use to the next size up, where glibc coalesces and
+ * splits (at its peak syn-mix.rep held 2.5 MB free in pages of
+ * 144 KiB-1 MiB blocks for 2.9 MB live, before those moved to spans).  The
+ * block goes back to its own page on free (found by address) and
+ * malloc_usable_size reports its size.
  * Smaller classes do not borrow: a class that does leaves its fast path for
  * every malloc while a lender lasts, which cost W2 (3-12 KB) 6-30% more
  * instructions, for a gain on gcc-O2.rep only. */
@@ -154,7 +156,7 @@ static mm_page_t *mm_heap_borrow(mm_heap_t *heap, unsigned size_class) {
   if (size_class < MM_MEDIUM_CLASS_FIRST) return NULL;
   size_t align = mm_class_alignment(size_class);
   unsigned last = size_class + MM_BORROW_CLASSES;
-  if (last >= MM_SIZE_CLASS_COUNT) last = MM_SIZE_CLASS_COUNT - 1;
+  if (last > MM_MEDIUM_CLASS_LAST) last = MM_MEDIUM_CLASS_LAST;
   for (unsigned c = size_class + 1; c <= last; c++) {
     mm_page_t *page = heap->queues[c].first;
     if (page != NULL && page->free != NULL && mm_class_alignment(c) >= align) return page;
@@ -193,7 +195,39 @@ mm_page_t *mm_heap_find_page(mm_heap_t *heap, unsigned size_class) {
   return page;
 }
 
-/* Frees the blocks that remote threads handed over for full pages. */
+/* Hands a block over to the heap that owns it (a push only: many push, the
+ * owner takes the whole list at once, so there is no ABA). */
+void mm_heap_delayed_push(mm_heap_t *heap, mm_block_t *block) {
+  uintptr_t head = mm_atomic_load_relaxed(&heap->delayed_free);
+  do {
+    block->next = (mm_block_t *)head;
+  } while (!mm_atomic_cas(&heap->delayed_free, &head, (uintptr_t)block));
+}
+
+/* ---------------------------------------------------------------------------
+ * Giving memory back as the heap grows
+ * ------------------------------------------------------------------------- */
+
+/* The heap took `units` of 4 KiB that were not resident (a page carved
+ * further, a span taken from untouched memory).  Per MM_GROWN_BATCH units,
+ * free spans that are resident go back to the OS in as many units (the
+ * largest first, mm_span_purge).  A heap that grows while holding free
+ * memory then stays nearer its live size, as glibc's does by handing a free
+ * chunk to any size; purged memory faults in again when reused, which
+ * happens only as often as the heap grows.  Empty pages kept for their
+ * class are not shrunk: re-carving them faulted on every reuse (syn-array
+ * and syn-mix at 0.7-0.8x mimalloc's throughput) for about 5 points of
+ * cmake-configure's utilization. */
+#define MM_GROWN_BATCH 32
+void mm_heap_grown(mm_heap_t *heap, size_t units) {
+  heap->grown += units;
+  if (heap->grown < MM_GROWN_BATCH) return;
+  mm_span_purge(heap, heap->grown);
+  heap->grown = 0;
+}
+
+/* Frees the blocks that remote threads handed over for full pages and for
+ * spans. */
 void mm_heap_delayed_drain(mm_heap_t *heap) {
   uintptr_t list = mm_atomic_exchange(&heap->delayed_free, 0);
   mm_block_t *block = (mm_block_t *)list;
@@ -201,12 +235,11 @@ void mm_heap_delayed_drain(mm_heap_t *heap) {
     mm_block_t *next = block->next;
     mm_segment_t *seg = mm_segment_of(block);
     mm_page_t *page = mm_segment_page_of(seg, block);
-    if (mm_xthread_tag(mm_atomic_load_acquire(&page->xthread_free)) == MM_DELAYED_BUSY) {
-      /* its notifier still holds the page: keep the block for the next drain */
-      uintptr_t head = mm_atomic_load_relaxed(&heap->delayed_free);
-      do {
-        block->next = (mm_block_t *)head;
-      } while (!mm_atomic_cas(&heap->delayed_free, &head, (uintptr_t)block));
+    if (seg->kind == MM_SEGMENT_SPAN) {
+      heap->stats.blocks[mm_span_block_class(seg, block)]++; /* already counted by its remote freer */
+      mm_span_free(heap, seg, block);
+    } else if (mm_xthread_tag(mm_atomic_load_acquire(&page->xthread_free)) == MM_DELAYED_BUSY) {
+      mm_heap_delayed_push(heap, block); /* its notifier still holds the page: next drain */
     } else {
       heap->stats.blocks[page->size_class]++; /* already counted by its remote freer */
       mm_page_collect(page);
@@ -221,10 +254,9 @@ void mm_heap_delayed_drain(mm_heap_t *heap) {
  * ------------------------------------------------------------------------- */
 
 /* Merges all pending frees and returns every empty page to its segment
- * (and empty segments to the cache), except the one page per class of
- * small and medium blocks that mm_page_retire keeps, which goes too with
- * release_all.  A kept page of big blocks is a whole segment: an orphaned
- * heap must not hold one per class. */
+ * (and empty segments to the cache), except the one page per class that
+ * mm_page_retire keeps, which goes too with release_all.  The kept empty
+ * span segment goes in any case: an orphaned heap must not hold one. */
 void mm_heap_collect(mm_heap_t *heap, bool release_all) {
   mm_heap_delayed_drain(heap);
   for (mm_page_t *page = heap->full.first, *next; page != NULL; page = next) {
@@ -236,13 +268,14 @@ void mm_heap_collect(mm_heap_t *heap, bool release_all) {
     for (mm_page_t *page = heap->queues[c].first, *next; page != NULL; page = next) {
       next = page->next;
       mm_page_collect(page);
-      bool kept = page == heap->queues[c].first && next == NULL && page->block_size <= MM_MEDIUM_BLOCK_MAX;
+      bool kept = page == heap->queues[c].first && next == NULL;
       if (page->used == 0 && (release_all || !kept)) {
         mm_heap_queue_remove(heap, page);
         mm_segment_page_free(heap, page);
       }
     }
   }
+  mm_span_collect(heap);
 }
 
 static mm_heap_t *mm_heap_create(void) {
@@ -268,6 +301,7 @@ mm_heap_t *mm_heap_acquire(void) {
 }
 
 static bool mm_heap_owns_pages(const mm_heap_t *heap) {
+  if (heap->span_segments != 0) return true;
   for (unsigned c = 0; c < MM_SIZE_CLASS_COUNT; c++)
     if (heap->stats.pages[c] != 0) return true;
   return false;

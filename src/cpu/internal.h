@@ -50,6 +50,8 @@ mm_heap_t *mm_heap_acquire(void);
 void mm_heap_release(mm_heap_t *heap);
 void mm_heap_collect(mm_heap_t *heap, bool release_all);
 void mm_heap_delayed_drain(mm_heap_t *heap);
+void mm_heap_delayed_push(mm_heap_t *heap, mm_block_t *block);
+void mm_heap_grown(mm_heap_t *heap, size_t units);
 mm_page_t *mm_heap_find_page(mm_heap_t *heap, unsigned size_class);
 void mm_heap_queue_remove(mm_heap_t *heap, mm_page_t *page);
 void mm_heap_queue_push_front(mm_heap_t *heap, mm_page_t *page);
@@ -69,11 +71,23 @@ void mm_page_free_local_slow(mm_segment_t *seg, mm_page_t *page, mm_block_t *blo
 
 /* ---- segment.c ---- */
 unsigned mm_segment_kind_for(unsigned size_class);
+mm_segment_t *mm_segment_alloc(mm_heap_t *heap, unsigned kind);
+void mm_segment_free(mm_segment_t *seg);
 mm_page_t *mm_segment_page_alloc(mm_heap_t *heap, unsigned size_class);
 void mm_segment_page_free(mm_heap_t *heap, mm_page_t *page);
 void mm_segment_cache_init(void);
 void mm_segment_cache_purge(void);
 uint8_t *mm_segment_page_area(const mm_segment_t *seg, size_t index, size_t *size);
+
+/* ---- span.c ---- */
+void *mm_span_alloc(mm_heap_t *heap, size_t size, size_t alignment);
+void mm_span_free(mm_heap_t *heap, mm_segment_t *seg, void *p);
+void mm_span_free_remote(mm_segment_t *seg, void *p);
+unsigned mm_span_block_class(mm_segment_t *seg, const void *p);
+bool mm_span_resize(mm_segment_t *seg, void *p, size_t size);
+size_t mm_span_usable_size(mm_segment_t *seg, const void *p);
+void mm_span_collect(mm_heap_t *heap);
+void mm_span_purge(mm_heap_t *heap, size_t units);
 
 /* ---- large.c ---- */
 void *mm_large_alloc(size_t size, size_t alignment, bool zero);

@@ -30,11 +30,8 @@ void mm_page_init(mm_page_t *page, mm_segment_t *seg, unsigned size_class) {
 }
 
 /* Links the untouched blocks that start in the next OS page into `free`
- * (at least one), so that a page commits its memory one OS page at a time
- * as it is used.  Carving 8 KiB at a time left up to a page's worth of
- * linked but unused blocks resident in every class in use, which small
- * programs feel: syn-string.rep's 120 KB live had 34 classes. */
-bool mm_page_extend(mm_page_t *page) {
+ * (at least one). */
+static bool mm_page_carve(mm_page_t *page) {
   size_t left = page->reserved - page->capacity;
   if (left == 0) return false;
   size_t stride = page->stride;
@@ -47,6 +44,24 @@ bool mm_page_extend(mm_page_t *page) {
   ((mm_block_t *)b)->next = page->free;
   page->free = (mm_block_t *)first;
   page->capacity += (uint32_t)n;
+  return true;
+}
+
+/* Carves the page one OS page at a time, so that it commits its memory as
+ * it is used (and, where the slot had never held that much, free memory
+ * elsewhere goes back as much, mm_heap_grown).
+ * Carving 8 KiB at a time left up to a page's worth of linked but unused
+ * blocks resident in every class in use, which small programs feel:
+ * syn-string.rep's 120 KB live had 34 classes. */
+bool mm_page_extend(mm_page_t *page) {
+  if (!mm_page_carve(page)) return false;
+  uint32_t carved = page->capacity * page->stride;
+  if (carved > page->touched) {
+    uintptr_t mask = MM_OS_PAGE_SIZE - 1;
+    size_t grown = ((carved + mask) & ~mask) - ((page->touched + mask) & ~mask);
+    page->touched = carved;
+    if (grown > 0) mm_heap_grown(mm_segment_of(page->start)->heap, grown / MM_OS_PAGE_SIZE);
+  }
   return true;
 }
 
@@ -99,11 +114,7 @@ void mm_page_free_remote(mm_page_t *page, mm_block_t *block) {
   } while (!mm_atomic_cas(&page->xthread_free, &x, desired));
   if (!notify) return;
 
-  mm_heap_t *heap = mm_segment_of(page->start)->heap;
-  uintptr_t delayed = mm_atomic_load_relaxed(&heap->delayed_free);
-  do {
-    block->next = (mm_block_t *)delayed;
-  } while (!mm_atomic_cas(&heap->delayed_free, &delayed, (uintptr_t)block));
+  mm_heap_delayed_push(mm_segment_of(page->start)->heap, block);
 
   x = mm_atomic_load_relaxed(&page->xthread_free);
   while (!mm_atomic_cas(&page->xthread_free, &x, x & ~MM_DELAYED_MASK)) {}
@@ -119,24 +130,6 @@ void mm_page_free_local_slow(mm_segment_t *seg, mm_page_t *page, mm_block_t *blo
   if (page->used == 0) mm_page_retire(page);
 }
 
-/* An empty page of big blocks (a whole segment) that stays keeps its first
- * MM_KEEP_BYTES of blocks (at least one) for a malloc/free loop, which then
- * makes no system call; the rest goes back to the OS and will be carved
- * afresh, so freed big blocks do not stay resident. */
-static void mm_page_shrink(mm_page_t *page) {
-  uint32_t keep = (uint32_t)(MM_KEEP_BYTES / page->stride);
-  if (keep == 0) keep = 1;
-  if (page->block_size <= MM_MEDIUM_BLOCK_MAX || page->capacity <= keep) return;
-  /* whole OS pages only: a padded stride is no multiple of one */
-  uintptr_t mask = MM_OS_PAGE_SIZE - 1;
-  uintptr_t from = ((uintptr_t)page->start + (size_t)keep * page->stride + mask) & ~mask;
-  uintptr_t to = ((uintptr_t)page->start + (size_t)page->capacity * page->stride + mask) & ~mask;
-  mm_os_purge((void *)from, to - from);
-  page->free = NULL;
-  page->capacity = 0;
-  while (page->capacity < keep) mm_page_extend(page);
-}
-
 /* The page has no live block.  The only page of its class stays (so a
  * malloc/free loop at a page boundary does not map and unmap); any other
  * goes back to its segment. */
@@ -145,10 +138,7 @@ void mm_page_retire(mm_page_t *page) {
   mm_heap_t *heap = seg->heap;
   if (page->in_full) return; /* still parked: a notifying thread may hold it */
   mm_page_queue_t *q = &heap->queues[page->size_class];
-  if (q->first == page && page->next == NULL) {
-    mm_page_shrink(page);
-    return;
-  }
+  if (q->first == page && page->next == NULL) return;
   mm_heap_queue_remove(heap, page);
   mm_segment_page_free(heap, page);
 }

@@ -2,10 +2,10 @@
  *
  * A segment is MM_SEGMENT_SIZE bytes aligned to its size.  Its first
  * MM_SEGMENT_HEADER_SIZE bytes hold the header (and the checked-mode bitmap);
- * the rest is cut into page slots of one size per segment kind.  A heap
- * lists the segments that still have free slots; a segment whose last page
- * is freed goes to the central segment cache (a seq_fifo, lock-free), or
- * back to the OS when the cache is full. */
+ * the rest is cut into page slots of one size per segment kind, or into
+ * spans (span.c).  A heap lists the segments that still have free slots; a
+ * segment whose last page is freed goes to the central segment cache (a
+ * seq_fifo, lock-free), or back to the OS when the cache is full. */
 #include "internal.h"
 #include "seq_fifo.h"
 
@@ -13,6 +13,9 @@ _Static_assert(offsetof(mm_segment_t, pages[1]) <= MM_LARGE_OFFSET,
                "a large block's header must fit before the block");
 _Static_assert(sizeof(mm_segment_t) <= MM_SEGMENT_CHECK_OFFSET, "segment header too big");
 _Static_assert(MM_MAX_PAGES <= 256, "mm_page_t.index is a byte");
+_Static_assert(sizeof(mm_segment_t) <= MM_SPAN_OFFSET &&
+               MM_SPAN_OFFSET + MM_SPAN_UNITS * sizeof(mm_span_t) <= MM_SEGMENT_CHECK_OFFSET,
+               "the span units' descriptors lie between the header and the checked bitmap");
 
 #define MM_SEGMENT_CACHE_MAX 1024
 static mm_fifo_cell_t mm_segment_cache_cells[MM_SEGMENT_CACHE_MAX];
@@ -23,13 +26,15 @@ void mm_segment_cache_init(void) {
   mm_seq_fifo_init(&mm_segment_cache, mm_segment_cache_cells, cap);
 }
 
+/* The page kind of a class served by pages (up to MM_MEDIUM_BLOCK_MAX). */
 unsigned mm_segment_kind_for(unsigned size_class) {
-  size_t size = mm_size_class_size(size_class);
-  return size <= MM_SMALL_BLOCK_MAX ? MM_SEGMENT_SMALL : size <= MM_MEDIUM_BLOCK_MAX ? MM_SEGMENT_MEDIUM : MM_SEGMENT_SINGLE;
+  return mm_size_class_size(size_class) <= MM_SMALL_BLOCK_MAX ? MM_SEGMENT_SMALL : MM_SEGMENT_MEDIUM;
 }
 
-static const uint32_t mm_segment_page_shift[MM_SEGMENT_KINDS] = {
-  MM_SMALL_PAGE_SHIFT, MM_MEDIUM_PAGE_SHIFT, MM_SEGMENT_SHIFT,
+/* A span segment has no page slots: every address maps to pages[0], whose
+ * in_spans flag sends each free to the slow path. */
+static const uint32_t mm_segment_page_shift[MM_SEGMENT_KINDS_CARVED] = {
+  MM_SMALL_PAGE_SHIFT, MM_MEDIUM_PAGE_SHIFT, 63,
 };
 
 /* Start and size of page slot `index`; the slots overlapping the header
@@ -53,14 +58,15 @@ static void mm_segment_setup(mm_segment_t *seg, mm_heap_t *heap, unsigned kind) 
   seg->kind = kind;
   seg->page_shift = shift;
   seg->mapped_size = MM_SEGMENT_SIZE;
-  seg->page_count = (uint32_t)(MM_SEGMENT_SIZE >> shift);
+  seg->page_count = shift < MM_SEGMENT_SHIFT ? (uint32_t)(MM_SEGMENT_SIZE >> shift) : 0;
+  seg->pages[0].in_spans = kind == MM_SEGMENT_SPAN;
   for (uint32_t i = 0; i < seg->page_count; i++) {
     seg->pages[i].index = (uint8_t)i;
     if (((uintptr_t)(i + 1) << shift) > MM_SEGMENT_HEADER_SIZE) seg->free_pages |= (uint64_t)1 << i;
   }
 }
 
-static mm_segment_t *mm_segment_alloc(mm_heap_t *heap, unsigned kind) {
+mm_segment_t *mm_segment_alloc(mm_heap_t *heap, unsigned kind) {
   uintptr_t cached;
   mm_segment_t *seg;
   if (mm_seq_fifo_pop(&mm_segment_cache, &cached)) {
@@ -79,7 +85,7 @@ static mm_segment_t *mm_segment_alloc(mm_heap_t *heap, unsigned kind) {
 }
 
 /* The segment has no page in use: cache it (its pages purged) or unmap it. */
-static void mm_segment_free(mm_segment_t *seg) {
+void mm_segment_free(mm_segment_t *seg) {
   seg->heap = NULL;
   if (mm_options.purge) {
     uintptr_t keep = (sizeof(mm_segment_t) + MM_OS_PAGE_SIZE - 1) & ~(uintptr_t)(MM_OS_PAGE_SIZE - 1);

@@ -3,11 +3,12 @@
  * Memory comes from the OS in segments of MM_SEGMENT_SIZE bytes aligned to
  * their size, so `(p - 1) & ~(MM_SEGMENT_SIZE - 1)` finds the header of any
  * block p in O(1).  A segment belongs to one thread heap and is cut into
- * pages of one size (256 KiB for small blocks, 512 KiB for medium ones, the
- * whole segment for big ones); a page serves one size class and keeps two
- * free lists (free for its owner, xthread_free for other threads).  Blocks
- * above MM_SIZE_CLASS_MAX get a mapping of their own whose first bytes are
- * the same segment header, of kind MM_SEGMENT_LARGE.
+ * pages of one size (256 KiB for small blocks, 512 KiB for medium ones); a
+ * page serves one size class and keeps two free lists (free for its owner,
+ * xthread_free for other threads).  Blocks above 32 KiB take a run of whole
+ * OS pages (a span) from a segment of kind MM_SEGMENT_SPAN, where free runs
+ * merge.  Blocks above MM_SIZE_CLASS_MAX get a mapping of their own whose
+ * first bytes are the same segment header, of kind MM_SEGMENT_LARGE.
  * docs/cpu-design.md draws the layout. */
 #ifndef MM_CPU_TYPES_H
 #define MM_CPU_TYPES_H
@@ -27,7 +28,7 @@
 #define MM_SMALL_PAGE_SHIFT    18                               /* 256 KiB pages */
 #define MM_MEDIUM_PAGE_SHIFT   19                               /* 512 KiB pages */
 #define MM_SMALL_BLOCK_MAX     ((size_t)16 * 1024)              /* larger blocks use medium pages */
-#define MM_MEDIUM_BLOCK_MAX    ((size_t)128 * 1024)             /* larger blocks use single pages */
+#define MM_MEDIUM_BLOCK_MAX    ((size_t)32 * 1024)              /* larger blocks come from spans */
 #define MM_MAX_PAGES           ((size_t)1 << (MM_SEGMENT_SHIFT - MM_SMALL_PAGE_SHIFT))
 #define MM_LARGE_OFFSET        ((uintptr_t)4096)                /* header before a large block */
 #define MM_OS_PAGE_SIZE        ((size_t)4096)
@@ -38,8 +39,14 @@
 #define MM_DIRECT_CLASS_FIRST  32                               /* 1152 B */
 #define MM_DIRECT_CLASS_COUNT  32                               /* up to 16 KiB */
 #define MM_MEDIUM_CLASS_FIRST  64                               /* 18 KiB: the first class above MM_SMALL_BLOCK_MAX */
-#define MM_BORROW_CLASSES      8                                /* a big class borrows from up to this many classes up (2x) */
-#define MM_KEEP_BYTES          ((size_t)1024 * 1024)            /* kept by an empty page of big blocks */
+#define MM_MEDIUM_CLASS_LAST   71                               /* 32 KiB: the last class served by pages */
+#define MM_BORROW_CLASSES      8                                /* a medium class borrows from up to this many classes up */
+#define MM_SPAN_SHIFT          12                               /* spans are runs of 4 KiB units (OS pages) */
+#define MM_SPAN_UNIT           ((size_t)1 << MM_SPAN_SHIFT)
+#define MM_SPAN_UNITS          ((MM_SEGMENT_SIZE - MM_SEGMENT_HEADER_SIZE) >> MM_SPAN_SHIFT) /* 992 per segment */
+#define MM_SPAN_OFFSET         ((uintptr_t)8 * 1024)            /* the units' descriptors in the header */
+#define MM_SPAN_BINS           64                               /* free runs binned by length, as size classes */
+#define MM_KEEP_BYTES          ((size_t)1024 * 1024)            /* kept resident by a heap's empty span segment */
 #define MM_COLOR_MIN           ((size_t)2048)                   /* classes from here are padded (mm_class_stride) */
 #define MM_COLOR_MAX           ((size_t)32 * 1024)              /* ... up to here */
 #define MM_COLOR_PAD           ((size_t)64)                     /* one cache line */
@@ -72,11 +79,13 @@ struct mm_page_s {
     struct {
       uint8_t in_full;     /* page sits in heap->full, not in its class queue */
       uint8_t has_aligned; /* some block was handed out by an inner aligned address */
+      uint8_t in_spans;    /* pages[0] of a span segment: every free goes to span.c */
     };
-    uint16_t flags;        /* either: free takes the slow path */
+    uint32_t flags;        /* any: free takes the slow path */
   };
   uint8_t size_class;     /* class index, for queues and stats */
   uint8_t index;          /* slot in its segment */
+  uint32_t touched;       /* bytes of the slot ever carved since its segment was set up */
   uintptr_t xthread_free; /* atomic: blocks freed by other threads | mm_delayed_t tag */
   uint32_t block_size;    /* bytes per block (0: slot is not in use) */
   uint32_t stride;        /* distance between blocks: block_size, padded from MM_COLOR_MIN */
@@ -90,10 +99,23 @@ struct mm_page_s {
 typedef enum mm_segment_kind_e {
   MM_SEGMENT_SMALL = 0,  /* 256 KiB pages */
   MM_SEGMENT_MEDIUM = 1, /* 512 KiB pages */
-  MM_SEGMENT_SINGLE = 2, /* one page spanning the segment */
+  MM_SEGMENT_SPAN = 2,   /* runs of 4 KiB units (span.c) */
   MM_SEGMENT_LARGE = 3,  /* one block with its own mapping */
 } mm_segment_kind_t;
-#define MM_SEGMENT_KINDS 3 /* kinds a heap carves pages from */
+#define MM_PAGE_KINDS 2          /* kinds a heap carves pages from */
+#define MM_SEGMENT_KINDS_CARVED 3 /* kinds of 4 MiB segments (all but large) */
+
+/* One 4 KiB unit of a span segment.  The first and the last unit of a run
+ * describe it, so that a freed run finds both neighbours; a free run's
+ * first unit also links it into its heap's bin.  Inner units are stale. */
+typedef struct mm_span_s mm_span_t;
+struct mm_span_s {
+  mm_span_t *next;        /* neighbours in heap->span_bins (free runs, first unit) */
+  mm_span_t *prev;
+  uint32_t units;         /* length of the run */
+  uint16_t free;          /* the run is free */
+  uint16_t resident;      /* free run, first unit: at most this many of its units are resident */
+};
 
 /* Segment header, at the start of every segment and every large mapping.
  * The fields the free fast path reads come first so that a large block's
@@ -108,7 +130,8 @@ struct mm_segment_s {
   uintptr_t block_offset; /* large: distance from the header to the block */
   uint64_t free_pages;    /* bit i set: page slot i is free */
   uint32_t page_count;    /* slots in this segment */
-  uint32_t used_pages;    /* slots in use */
+  uint32_t used_pages;    /* slots in use (span: runs in use) */
+  uint32_t span_touched;  /* span: units from here on were not touched since the last purge */
   mm_segment_t *next;     /* neighbours in heap->segments[kind] (segments with free slots) */
   mm_segment_t *prev;
   bool in_queue;          /* listed in heap->segments[kind] */
@@ -136,7 +159,13 @@ struct mm_heap_s {
   mm_page_queue_t queues[MM_SIZE_CLASS_COUNT]; /* pages with (possibly) free blocks, per class */
   mm_page_queue_t full;                        /* pages found full; remote frees notify */
   uintptr_t delayed_free;                      /* atomic: blocks freed remotely into full pages */
-  mm_segment_t *segments[MM_SEGMENT_KINDS];    /* segments with free page slots, per kind */
+  mm_segment_t *segments[MM_PAGE_KINDS];       /* segments with free page slots, per kind */
+  mm_span_t *span_bins[MM_SPAN_BINS];          /* free runs of span segments, by length */
+  uint64_t span_bin_mask;                      /* bit b set: span_bins[b] is not empty */
+  mm_segment_t *span_empty;                    /* a span segment with no run in use, kept */
+  uintptr_t span_segments;                     /* span segments owned */
+  uintptr_t span_resident;                     /* units of free runs that may be resident */
+  uintptr_t grown;                             /* 4 KiB units taken afresh since memory was last given back */
   mm_heap_stats_t stats;
   mm_heap_t *all_next;                         /* link in the list of all heaps (never removed) */
 };

@@ -1,7 +1,8 @@
 // Behaviour specific to manymalloc beyond the C contracts: every size in turn
 // with content checks, aligned blocks freed by other threads, realloc that
-// stays in place within the usable size, mm_collect with live blocks, and
-// free blocks of a larger class serving a smaller one.
+// stays in place within the usable size, mm_collect with live blocks, free
+// blocks of a larger class serving a smaller one, and aligned blocks among
+// free blocks of other sizes.
 #include <manymalloc/manymalloc.h>
 
 #include <gtest/gtest.h>
@@ -145,27 +146,27 @@ TEST(Alloc, CollectKeepsLiveBlocks) {
   for (const Block &b : kept) mm_free(b.p);
 }
 
-// Before a class of blocks above 16 KiB grows the heap, a free block of a
-// class up to twice its size serves it (heap.c, mm_heap_borrow).  In a
-// thread of its own, whose heap starts empty, that block is predictable; it
-// must stay as aligned as the smaller class's blocks, and go back to its own
-// page on free.
+// Before a class of 18-32 KiB blocks grows the heap, a free block of a
+// larger class of pages serves it (heap.c, mm_heap_borrow).  In a thread of
+// its own, whose heap starts empty, that block is predictable; it must stay
+// as aligned as the smaller class's blocks, and go back to its own page on
+// free.
 TEST(Alloc, LargerFreeBlockServesASmallerClass) {
   std::thread([] {
-    void *big = mm_malloc(48 * 1024), *pin = mm_malloc(48 * 1024);
+    void *big = mm_malloc(32 * 1024), *pin = mm_malloc(32 * 1024);
     ASSERT_NE(big, nullptr);
     ASSERT_NE(pin, nullptr);
     mm_free(big);
-    void *p = mm_malloc(40 * 1024);
-    EXPECT_EQ(p, big) << "a free 48 KiB block should serve 40 KiB before the heap grows";
-    EXPECT_GE(mm_malloc_usable_size(p), size_t(48 * 1024));
-    tag_fill(p, 40 * 1024, tag_make(11, 1));
+    void *p = mm_malloc(28 * 1024);
+    EXPECT_EQ(p, big) << "a free 32 KiB block should serve 28 KiB before the heap grows";
+    EXPECT_GE(mm_malloc_usable_size(p), size_t(32 * 1024));
+    tag_fill(p, 28 * 1024, tag_make(11, 1));
     mm_free(p);
-    EXPECT_EQ(mm_malloc(48 * 1024), big) << "the lent block went back to its own page";
+    EXPECT_EQ(mm_malloc(32 * 1024), big) << "the lent block went back to its own page";
     mm_free(big);
     mm_free(pin);
-    // Aligned requests take a class whose size is a multiple of the
-    // alignment; a lending class must keep that alignment.
+    // Aligned requests among free blocks of other sizes (spans, above
+    // 32 KiB, which any size may split) keep their alignment.
     for (size_t alignment = 4096; alignment <= 128 * 1024; alignment *= 2) {
       const size_t first = alignment < 32 * 1024 ? 32 * 1024 : alignment;
       std::vector<void *> lenders, pins;

@@ -1,0 +1,175 @@
+// Spans (src/cpu/span.c): blocks above 32 KiB are runs of 4 KiB units that
+// split on malloc and merge with their free neighbours on free, resize in
+// place on realloc, keep any alignment up to 128 KiB, and come back to their
+// owner when other threads free them.  Each case that predicts addresses runs
+// in a thread of its own, whose heap starts with no span segment.
+#include <manymalloc/manymalloc.h>
+
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <cstdint>
+#include <mutex>
+#include <random>
+#include <thread>
+#include <vector>
+
+#include "block_tag.h"
+#include "test_sizes.h"
+
+using namespace mmtest;
+
+namespace {
+
+constexpr size_t kUnit = 4096;
+
+char *at(void *p, size_t offset) { return static_cast<char *>(p) + offset; }
+
+// Two freed neighbours merge into one run that serves a size neither could.
+TEST(Span, FreedNeighboursMergeAndSplit) {
+  std::thread([] {
+    void *a = mm_malloc(64 * KiB), *b = mm_malloc(64 * KiB), *pin = mm_malloc(64 * KiB);
+    ASSERT_NE(a, nullptr);
+    EXPECT_EQ(b, at(a, 64 * KiB)) << "runs are carved in address order";
+    EXPECT_EQ(pin, at(a, 128 * KiB));
+    mm_free(b);
+    mm_free(a);
+    void *c = mm_malloc(90 * KiB);
+    EXPECT_EQ(c, a) << "the merged 128 KiB run should serve 90 KiB before untouched memory";
+    EXPECT_EQ(mm_malloc_usable_size(c), size_t(92 * KiB));
+    void *d = mm_malloc(28 * KiB + 1);  // a class of pages: not from the rest of the run
+    void *e = mm_malloc(33 * KiB);
+    EXPECT_EQ(e, at(a, 92 * KiB)) << "the 36 KiB left of the split run should serve 33 KiB";
+    EXPECT_EQ(mm_malloc_usable_size(e), size_t(36 * KiB));
+    for (void *p : {c, d, e, pin}) mm_free(p);
+  }).join();
+}
+
+// realloc grows a run into the free run after it and shrinks it in place,
+// keeping its content; the freed tail serves the next block.
+TEST(Span, ReallocResizesInPlace) {
+  std::thread([] {
+    void *a = mm_malloc(40 * KiB);
+    ASSERT_NE(a, nullptr);
+    tag_fill(a, 40 * KiB, tag_make(1, 1), TagSpan::all);
+    void *grown = mm_realloc(a, 300 * KiB);
+    EXPECT_EQ(grown, a) << "the free run after it should take the growth";
+    EXPECT_TRUE(tag_check(grown, 40 * KiB, tag_make(1, 1), TagSpan::all));
+    tag_fill(grown, 300 * KiB, tag_make(1, 2), TagSpan::all);
+    void *shrunk = mm_realloc(grown, 50 * KiB);
+    EXPECT_EQ(shrunk, a);
+    EXPECT_EQ(mm_malloc_usable_size(shrunk), size_t(52 * KiB));
+    EXPECT_TRUE(tag_check(shrunk, 50 * KiB, tag_make(1, 2), TagSpan::all));
+    void *next = mm_malloc(200 * KiB);
+    EXPECT_EQ(next, at(a, 52 * KiB)) << "the freed tail should merge with the free memory after it";
+    void *blocked = mm_realloc(shrunk, 60 * KiB);  // its neighbour is in use: it moves
+    EXPECT_NE(blocked, a);
+    EXPECT_TRUE(tag_check(blocked, 50 * KiB, tag_make(1, 2), TagSpan::all));
+    mm_free(blocked);
+    mm_free(next);
+  }).join();
+}
+
+// Every alignment up to 128 KiB, over free runs left by blocks of other sizes.
+TEST(Span, AlignedBlocksAmongFreeRuns) {
+  std::thread([] {
+    std::vector<void *> holes, pins;
+    for (size_t size = 36 * KiB; size < 400 * KiB; size += 20 * KiB + kUnit) {
+      holes.push_back(mm_malloc(size));
+      pins.push_back(mm_malloc(33 * KiB));
+    }
+    for (void *p : holes) mm_free(p);
+    std::vector<void *> aligned;
+    uint32_t seq = 0;
+    for (size_t alignment = 32; alignment <= 128 * KiB; alignment *= 2) {
+      for (size_t size : {size_t(100), 33 * KiB, 70 * KiB + 5, 260 * KiB, MiB}) {
+        void *p = mm_aligned_alloc(alignment, size);
+        ASSERT_NE(p, nullptr) << size << " at " << alignment;
+        EXPECT_EQ(uintptr_t(p) % alignment, 0u) << size << " at " << alignment;
+        EXPECT_GE(mm_malloc_usable_size(p), size);
+        tag_fill(p, size, tag_make(2, seq++));
+        aligned.push_back(p);
+      }
+    }
+    seq = 0;
+    for (size_t alignment = 32; alignment <= 128 * KiB; alignment *= 2) {
+      for (size_t size : {size_t(100), 33 * KiB, 70 * KiB + 5, 260 * KiB, MiB}) {
+        EXPECT_TRUE(tag_check(aligned[seq], size, tag_make(2, seq))) << size << " at " << alignment;
+        seq++;
+      }
+    }
+    for (void *p : aligned) mm_free(p);
+    for (void *p : pins) mm_free(p);
+  }).join();
+}
+
+// Threads allocate, grow and free big blocks of every size, and hand half of
+// them to the next thread to free: every block keeps its content, and the
+// runs freed remotely serve their owner again (its heap does not grow without
+// bound).
+TEST(Span, ManyThreadsWithRemoteFrees) {
+  constexpr int kThreads = 6, kRounds = 3000;
+  std::mutex mutex;
+  std::vector<std::vector<std::pair<void *, uint64_t>>> inbox(kThreads);
+  std::atomic<long> bad{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; t++) {
+    threads.emplace_back([&, t] {
+      std::mt19937_64 rng(t);
+      struct Live { void *p; size_t size; uint64_t tag; };
+      std::vector<Live> live;
+      for (int round = 0; round < kRounds; round++) {
+        size_t size = 32 * KiB + 1 + rng() % (MiB - 32 * KiB);
+        if (rng() % 4 == 0) size = 1 + rng() % (32 * KiB);
+        uint64_t tag = tag_make(uint32_t(t), uint32_t(round));
+        void *p = mm_malloc(size);
+        if (p == nullptr) { bad++; continue; }
+        tag_fill(p, size, tag);
+        if (rng() % 3 == 0) {  // grow or shrink it, in place or not
+          size_t resized = 32 * KiB + 1 + rng() % (MiB - 32 * KiB);
+          void *q = mm_realloc(p, resized);
+          // a sampled tag lies at the same offsets in a longer block; a
+          // shorter one still holds its head
+          if (q == nullptr || !tag_check(q, resized >= size ? size : kTagEdge, tag)) bad++;
+          p = q, size = resized;
+          tag_fill(p, size, tag);
+        }
+        live.push_back({p, size, tag});
+        if (live.size() > 24) {
+          size_t i = rng() % live.size();
+          Live b = live[i];
+          live[i] = live.back();
+          live.pop_back();
+          if (!tag_check(b.p, b.size, b.tag)) bad++;
+          if (rng() % 2 == 0) {
+            mm_free(b.p);
+          } else {  // the next thread frees it
+            std::lock_guard<std::mutex> lock(mutex);
+            inbox[(t + 1) % kThreads].push_back({b.p, b.size});
+          }
+        }
+        if (round % 64 == 0) {
+          std::vector<std::pair<void *, uint64_t>> mine;
+          {
+            std::lock_guard<std::mutex> lock(mutex);
+            mine.swap(inbox[t]);
+          }
+          for (auto &m : mine) mm_free(m.first);
+        }
+      }
+      for (const Live &b : live) {
+        if (!tag_check(b.p, b.size, b.tag)) bad++;
+        mm_free(b.p);
+      }
+    });
+  }
+  for (auto &th : threads) th.join();
+  for (auto &box : inbox)
+    for (auto &m : box) mm_free(m.first);
+  EXPECT_EQ(bad.load(), 0);
+  mm_stats_t s;
+  mm_stats_get(&s);
+  EXPECT_LT(s.bytes_in_use, size_t(64) * MiB) << "blocks freed remotely should have been counted out";
+}
+
+}  // namespace
