@@ -29,6 +29,42 @@ void mm_page_init(mm_page_t *page, mm_segment_t *seg, unsigned size_class) {
   page->next = page->prev = NULL;
 }
 
+/* How many blocks of a page's first OS page go to the back of its free
+ * list, so that the blocks handed out first, which lazy carving and LIFO
+ * reuse make the hottest of a class with few live blocks, start at a
+ * "color" (Bonwick's slab coloring) instead of the slot start.  Slots start
+ * at multiples of 128 KiB, so uncolored the first block of every page has
+ * the same 4 KiB offset, hence the same L1 set and the same low address
+ * bits that store-to-load forwarding compares first, as the first blocks of
+ * every other page and the segment header's first line, which every free
+ * reads.  W1 (16 classes of tiny blocks) ran 1.3x tcmalloc's time so, and
+ * moving one hot object of the benchmark within its 4 KiB page changed its
+ * time by up to 40%.  The color lies past the header's hot lines (segment
+ * fields and page descriptors) and differs by 7 lines between neighbouring
+ * pages and segments.  Only the order changes: the blocks before the color
+ * are carved too, so no memory or alignment is lost. */
+#define MM_COLOR_FIRST ((offsetof(mm_segment_t, pages[MM_MAX_PAGES]) + MM_CACHE_LINE - 1) & ~(MM_CACHE_LINE - 1))
+#define MM_COLOR_COUNT ((MM_OS_PAGE_SIZE - MM_COLOR_FIRST) / MM_CACHE_LINE)
+#define MM_COLOR_STEP  7
+_Static_assert(MM_COLOR_COUNT % MM_COLOR_STEP != 0, "neighbouring pages would repeat colors early");
+
+static size_t mm_page_color_skip(const mm_page_t *page, size_t n) {
+  uintptr_t seg = (uintptr_t)mm_segment_of(page->start);
+  size_t k = page->index + (seg >> MM_SEGMENT_SHIFT) * MM_MAX_PAGES;
+  size_t color = MM_COLOR_FIRST + k * MM_COLOR_STEP % MM_COLOR_COUNT * MM_CACHE_LINE;
+  size_t skip = (color + page->stride - 1) / page->stride; /* slots start OS-page aligned */
+  return skip < n ? skip : n > 0 ? n - 1 : 0;
+}
+
+/* Links `count` blocks from `from` in address order in front of `tail`. */
+static mm_block_t *mm_page_link(uint8_t *from, size_t count, size_t stride, mm_block_t *tail) {
+  if (count == 0) return tail;
+  uint8_t *b = from;
+  for (size_t i = 1; i < count; i++, b += stride) ((mm_block_t *)b)->next = (mm_block_t *)(b + stride);
+  ((mm_block_t *)b)->next = tail;
+  return (mm_block_t *)from;
+}
+
 /* Links the untouched blocks that start in the next OS page into `free`
  * (at least one), so that a page commits its memory one OS page at a time
  * as it is used.  Carving 8 KiB at a time left up to a page's worth of
@@ -42,10 +78,14 @@ bool mm_page_extend(mm_page_t *page) {
   uintptr_t boundary = ((uintptr_t)first + MM_OS_PAGE_SIZE) & ~(uintptr_t)(MM_OS_PAGE_SIZE - 1);
   size_t n = (boundary - (uintptr_t)first + stride - 1) / stride;
   if (n > left) n = left;
-  uint8_t *b = first;
-  for (size_t i = 1; i < n; i++, b += stride) ((mm_block_t *)b)->next = (mm_block_t *)(b + stride);
-  ((mm_block_t *)b)->next = page->free;
-  page->free = (mm_block_t *)first;
+  /* the first OS page starts at its color; a block that reaches into the
+     next OS page comes last, so that it commits that page only when needed */
+  size_t inside = (boundary - (uintptr_t)first) / stride;
+  if (inside > n) inside = n;
+  size_t skip = page->capacity == 0 ? mm_page_color_skip(page, inside) : 0;
+  mm_block_t *tail = mm_page_link(first + inside * stride, n - inside, stride, page->free);
+  tail = mm_page_link(first, skip, stride, tail);
+  page->free = mm_page_link(first + skip * stride, inside - skip, stride, tail);
   page->capacity += (uint32_t)n;
   return true;
 }

@@ -43,6 +43,7 @@
 #define MM_COLOR_MIN           ((size_t)2048)                   /* classes from here are padded (mm_class_stride) */
 #define MM_COLOR_MAX           ((size_t)32 * 1024)              /* ... up to here */
 #define MM_COLOR_PAD           ((size_t)64)                     /* one cache line */
+#define MM_CACHE_LINE          ((size_t)64)
 
 typedef struct mm_block_s mm_block_t;
 typedef struct mm_page_s mm_page_t;
