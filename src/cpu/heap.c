@@ -221,10 +221,10 @@ void mm_heap_delayed_drain(mm_heap_t *heap) {
  * ------------------------------------------------------------------------- */
 
 /* Merges all pending frees and returns every empty page to its segment
- * (and empty segments to the cache), except the one page per class of
- * small and medium blocks that mm_page_retire keeps, which goes too with
- * release_all.  A kept page of big blocks is a whole segment: an orphaned
- * heap must not hold one per class. */
+ * (and empty segments, the spare too, to the cache), except the one page
+ * per class of small and medium blocks that mm_page_retire keeps, which
+ * goes too with release_all.  A kept page of big blocks is a whole segment:
+ * an orphaned heap must not hold one per class. */
 void mm_heap_collect(mm_heap_t *heap, bool release_all) {
   mm_heap_delayed_drain(heap);
   for (mm_page_t *page = heap->full.first, *next; page != NULL; page = next) {
@@ -243,6 +243,7 @@ void mm_heap_collect(mm_heap_t *heap, bool release_all) {
       }
     }
   }
+  mm_segment_spare_release(heap);
 }
 
 static mm_heap_t *mm_heap_create(void) {

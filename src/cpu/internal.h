@@ -73,6 +73,7 @@ mm_page_t *mm_segment_page_alloc(mm_heap_t *heap, unsigned size_class);
 void mm_segment_page_free(mm_heap_t *heap, mm_page_t *page);
 void mm_segment_cache_init(void);
 void mm_segment_cache_purge(void);
+void mm_segment_spare_release(mm_heap_t *heap);
 uint8_t *mm_segment_page_area(const mm_segment_t *seg, size_t index, size_t *size);
 
 /* ---- large.c ---- */

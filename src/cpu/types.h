@@ -138,6 +138,7 @@ struct mm_heap_s {
   mm_page_queue_t full;                        /* pages found full; remote frees notify */
   uintptr_t delayed_free;                      /* atomic: blocks freed remotely into full pages */
   mm_segment_t *segments[MM_SEGMENT_KINDS];    /* segments with free page slots, per kind */
+  mm_segment_t *spare;                         /* the last segment that emptied, not yet purged (segment.c) */
   mm_heap_stats_t stats;
   mm_heap_t *all_next;                         /* link in the list of all heaps (never removed) */
 };
