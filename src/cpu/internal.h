@@ -105,6 +105,14 @@ void mm_stats_segments(intptr_t count);
 void mm_stats_large(intptr_t count, intptr_t bytes);
 void mm_stats_orphan_free(unsigned size_class);
 void mm_stats_update_peak(void);
+void mm_stats_count_heap(mm_heap_t *heap);
+
+/* Adds the change of a page's live blocks since it was last counted to its
+ * heap's statistics: the fast paths change only page->used. */
+static inline void mm_stats_count_page(mm_heap_t *heap, mm_page_t *page) {
+  heap->stats.blocks[page->size_class] += (int32_t)page->used - page->used_counted;
+  page->used_counted = (int32_t)page->used;
+}
 
 /* ---- inline helpers ---- */
 static inline mm_segment_t *mm_segment_of(const void *p) {
@@ -150,7 +158,6 @@ static inline void *mm_malloc_inline(size_t size) {
     if (mm_likely(block != NULL)) {
       page->free = block->next;
       page->used++;
-      heap->stats.blocks[page->size_class]++;
       return block;
     }
   }
@@ -170,7 +177,6 @@ static inline void mm_free_inline(void *p) {
     mm_block_t *block = (mm_block_t *)p;
     block->next = page->free;
     page->free = block;
-    heap->stats.blocks[page->size_class]--;
     if (mm_unlikely(--page->used == 0)) mm_page_retire(page);
     return;
   }

@@ -23,6 +23,7 @@ void mm_page_init(mm_page_t *page, mm_segment_t *seg, unsigned size_class) {
   page->reserved = (uint32_t)(area / page->stride);
   page->capacity = 0;
   page->used = 0;
+  page->used_counted = 0;
   page->flags = 0;
   page->free = NULL;
   mm_atomic_store_relaxed(&page->xthread_free, 0);
@@ -86,12 +87,13 @@ bool mm_page_extend(mm_page_t *page) {
   mm_block_t *tail = mm_page_link(first + inside * stride, n - inside, stride, page->free);
   tail = mm_page_link(first, skip, stride, tail);
   page->free = mm_page_link(first + skip * stride, inside - skip, stride, tail);
-  page->capacity += (uint32_t)n;
+  page->capacity += (uint16_t)n;
   return true;
 }
 
 /* Moves the remote frees into `free`, keeping the tag; the list is walked
- * to count its blocks out of `used`. */
+ * to count its blocks out of `used` (and out of `used_counted`: each freeing
+ * thread took its block out of the statistics already). */
 void mm_page_collect(mm_page_t *page) {
   uintptr_t x = mm_atomic_load_relaxed(&page->xthread_free);
   if (mm_xthread_list(x) == NULL) return;
@@ -102,6 +104,7 @@ void mm_page_collect(mm_page_t *page) {
   tail->next = page->free;
   page->free = head;
   page->used -= n;
+  page->used_counted -= (int32_t)n;
 }
 
 /* Arms the notification for a page about to enter heap->full; fails when a
@@ -153,7 +156,6 @@ void mm_page_free_remote(mm_page_t *page, mm_block_t *block) {
 void mm_page_free_local_slow(mm_segment_t *seg, mm_page_t *page, mm_block_t *block) {
   block->next = page->free;
   page->free = block;
-  seg->heap->stats.blocks[page->size_class]--;
   page->used--;
   if (page->in_full) mm_heap_page_unfull(seg->heap, page);
   if (page->used == 0) mm_page_retire(page);
@@ -186,6 +188,7 @@ void mm_page_retire(mm_page_t *page) {
   if (page->in_full) return; /* still parked: a notifying thread may hold it */
   mm_page_queue_t *q = &heap->queues[page->size_class];
   if (q->first == page && page->next == NULL) {
+    mm_stats_count_page(heap, page);
     mm_page_shrink(page);
     return;
   }

@@ -13,6 +13,8 @@ _Static_assert(offsetof(mm_segment_t, pages[1]) <= MM_LARGE_OFFSET,
                "a large block's header must fit before the block");
 _Static_assert(sizeof(mm_segment_t) <= MM_SEGMENT_CHECK_OFFSET, "segment header too big");
 _Static_assert(MM_MAX_PAGES <= 256, "mm_page_t.index is a byte");
+_Static_assert(((size_t)1 << MM_SMALL_PAGE_SHIFT) / MM_ALIGNMENT <= UINT16_MAX, "mm_page_t.capacity is 16 bits");
+_Static_assert(sizeof(mm_page_t) == 64, "a page descriptor is one cache line");
 
 #define MM_SEGMENT_CACHE_MAX 1024
 static mm_fifo_cell_t mm_segment_cache_cells[MM_SEGMENT_CACHE_MAX];
@@ -170,6 +172,7 @@ mm_page_t *mm_segment_page_alloc(mm_heap_t *heap, unsigned size_class) {
 /* The page (already out of every heap queue) has no live block. */
 void mm_segment_page_free(mm_heap_t *heap, mm_page_t *page) {
   mm_segment_t *seg = mm_segment_of(page->start);
+  mm_stats_count_page(heap, page);
   heap->stats.pages[page->size_class]--;
   page->block_size = 0;
   seg->free_pages |= (uint64_t)1 << page->index;

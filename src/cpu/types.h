@@ -82,8 +82,9 @@ struct mm_page_s {
   uint32_t block_size;    /* bytes per block (0: slot is not in use) */
   uint32_t stride;        /* distance between blocks: block_size, padded from MM_COLOR_MIN */
   uint8_t *start;         /* first block */
-  uint32_t capacity;      /* blocks linked into the free lists so far (grows lazily) */
-  uint32_t reserved;      /* blocks that fit in the page */
+  uint16_t capacity;      /* blocks linked into the free lists so far (grows lazily) */
+  uint16_t reserved;      /* blocks that fit in the page */
+  int32_t used_counted;   /* the part of `used` already in the heap's statistics (stats.c) */
   mm_page_t *next;        /* neighbours in the heap queue the page sits in */
   mm_page_t *prev;
 };
@@ -124,7 +125,8 @@ typedef struct mm_page_queue_s {
 
 /* Per-thread statistics, summed over all heaps on demand. */
 typedef struct mm_heap_stats_s {
-  intptr_t blocks[MM_SIZE_CLASS_COUNT]; /* blocks malloc'ed minus blocks freed by this thread */
+  intptr_t blocks[MM_SIZE_CLASS_COUNT]; /* live blocks of this heap's pages as last counted (stats.c),
+                                           minus blocks of other heaps freed by this thread */
   intptr_t pages[MM_SIZE_CLASS_COUNT];  /* pages in use per class */
 } mm_heap_stats_t;
 
