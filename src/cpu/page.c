@@ -20,7 +20,7 @@ void mm_page_init(mm_page_t *page, mm_segment_t *seg, unsigned size_class) {
   page->block_size = (uint32_t)mm_size_class_size(size_class);
   page->stride = (uint32_t)mm_class_stride(size_class);
   page->size_class = (uint8_t)size_class;
-  page->reserved = (uint32_t)(area / page->stride);
+  page->reserved = (uint16_t)(area / page->stride);
   page->capacity = 0;
   page->used = 0;
   page->used_counted = 0;
