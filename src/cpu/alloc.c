@@ -18,7 +18,7 @@ static void *mm_malloc_from_class(mm_heap_t *heap, unsigned size_class) {
   mm_block_t *block = page->free;
   page->free = block->next;
   page->used++;
-  heap->stats.blocks[page->size_class]++; /* a larger class's page may lend the block */
+  mm_stats_count_page(heap, page); /* a slow path already: keep the counters current */
   if (mm_unlikely(mm_options.checked)) mm_checked_on_malloc(mm_segment_of(block), block);
   return block;
 }

@@ -83,6 +83,7 @@ static void mm_heap_queue_push_back(mm_heap_t *heap, mm_page_t *page) {
 }
 
 static void mm_heap_page_to_full(mm_heap_t *heap, mm_page_t *page) {
+  mm_stats_count_page(heap, page);
   mm_heap_queue_remove(heap, page);
   page->in_full = 1;
   mm_heap_queue_push_front(heap, page);
@@ -123,6 +124,7 @@ static mm_page_t *mm_heap_page_alloc(mm_heap_t *heap, unsigned size_class) {
     if (page == NULL || page->used != 0) continue;
     mm_segment_t *seg = mm_segment_of(page->start);
     if (seg->kind != kind) continue;
+    mm_stats_count_page(heap, page);
     mm_heap_queue_remove(heap, page);
     heap->stats.pages[c]--;
     heap->stats.pages[size_class]++;
@@ -171,6 +173,7 @@ static mm_page_t *mm_heap_borrow(mm_heap_t *heap, unsigned size_class) {
 mm_page_t *mm_heap_find_page(mm_heap_t *heap, unsigned size_class) {
   mm_page_queue_t *q = &heap->queues[size_class];
   mm_page_t *page = q->first, *lender;
+  if (page != NULL) mm_stats_count_page(heap, page); /* the page the fast path used up */
   while (page != NULL) {
     mm_page_t *next = page->next;
     if (page->free == NULL) mm_page_collect(page);
@@ -241,7 +244,7 @@ void mm_heap_delayed_drain(mm_heap_t *heap) {
     } else if (mm_xthread_tag(mm_atomic_load_acquire(&page->xthread_free)) == MM_DELAYED_BUSY) {
       mm_heap_delayed_push(heap, block); /* its notifier still holds the page: next drain */
     } else {
-      heap->stats.blocks[page->size_class]++; /* already counted by its remote freer */
+      page->used_counted--; /* its remote freer took it out of the statistics */
       mm_page_collect(page);
       mm_page_free_local_slow(seg, page, block);
     }
@@ -254,9 +257,10 @@ void mm_heap_delayed_drain(mm_heap_t *heap) {
  * ------------------------------------------------------------------------- */
 
 /* Merges all pending frees and returns every empty page to its segment
- * (and empty segments to the cache), except the one page per class that
- * mm_page_retire keeps, which goes too with release_all.  The kept empty
- * span segment goes in any case: an orphaned heap must not hold one. */
+ * (and empty segments, the spare too, to the cache), except the one page
+ * per class that mm_page_retire keeps, which goes too with release_all.
+ * The kept empty span segment goes in any case: an orphaned heap must not
+ * hold one. */
 void mm_heap_collect(mm_heap_t *heap, bool release_all) {
   mm_heap_delayed_drain(heap);
   for (mm_page_t *page = heap->full.first, *next; page != NULL; page = next) {
@@ -276,6 +280,8 @@ void mm_heap_collect(mm_heap_t *heap, bool release_all) {
     }
   }
   mm_span_collect(heap);
+  mm_segment_spare_release(heap);
+  mm_stats_count_heap(heap);
 }
 
 static mm_heap_t *mm_heap_create(void) {

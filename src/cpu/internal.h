@@ -72,11 +72,12 @@ void mm_page_free_local_slow(mm_segment_t *seg, mm_page_t *page, mm_block_t *blo
 /* ---- segment.c ---- */
 unsigned mm_segment_kind_for(unsigned size_class);
 mm_segment_t *mm_segment_alloc(mm_heap_t *heap, unsigned kind);
-void mm_segment_free(mm_segment_t *seg);
+void mm_segment_free(mm_heap_t *heap, mm_segment_t *seg);
 mm_page_t *mm_segment_page_alloc(mm_heap_t *heap, unsigned size_class);
 void mm_segment_page_free(mm_heap_t *heap, mm_page_t *page);
 void mm_segment_cache_init(void);
 void mm_segment_cache_purge(void);
+void mm_segment_spare_release(mm_heap_t *heap);
 uint8_t *mm_segment_page_area(const mm_segment_t *seg, size_t index, size_t *size);
 
 /* ---- span.c ---- */
@@ -118,6 +119,14 @@ void mm_stats_segments(intptr_t count);
 void mm_stats_large(intptr_t count, intptr_t bytes);
 void mm_stats_orphan_free(unsigned size_class);
 void mm_stats_update_peak(void);
+void mm_stats_count_heap(mm_heap_t *heap);
+
+/* Adds the change of a page's live blocks since it was last counted to its
+ * heap's statistics: the fast paths change only page->used. */
+static inline void mm_stats_count_page(mm_heap_t *heap, mm_page_t *page) {
+  heap->stats.blocks[page->size_class] += (int32_t)page->used - page->used_counted;
+  page->used_counted = (int32_t)page->used;
+}
 
 /* ---- inline helpers ---- */
 static inline mm_segment_t *mm_segment_of(const void *p) {
@@ -163,7 +172,6 @@ static inline void *mm_malloc_inline(size_t size) {
     if (mm_likely(block != NULL)) {
       page->free = block->next;
       page->used++;
-      heap->stats.blocks[page->size_class]++;
       return block;
     }
   }
@@ -183,7 +191,6 @@ static inline void mm_free_inline(void *p) {
     mm_block_t *block = (mm_block_t *)p;
     block->next = page->free;
     page->free = block;
-    heap->stats.blocks[page->size_class]--;
     if (mm_unlikely(--page->used == 0)) mm_page_retire(page);
     return;
   }

@@ -166,7 +166,7 @@ static bool mm_span_segment_new(mm_heap_t *heap) {
 static void mm_span_segment_free(mm_heap_t *heap, mm_segment_t *seg) {
   mm_span_bin_remove(heap, mm_span_units(seg));
   heap->span_segments--;
-  mm_segment_free(seg);
+  mm_segment_free(heap, seg);
 }
 
 /* The segment has no run in use any more.  The heap keeps one such segment,

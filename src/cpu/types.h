@@ -50,6 +50,7 @@
 #define MM_COLOR_MIN           ((size_t)2048)                   /* classes from here are padded (mm_class_stride) */
 #define MM_COLOR_MAX           ((size_t)32 * 1024)              /* ... up to here */
 #define MM_COLOR_PAD           ((size_t)64)                     /* one cache line */
+#define MM_CACHE_LINE          ((size_t)64)
 
 typedef struct mm_block_s mm_block_t;
 typedef struct mm_page_s mm_page_t;
@@ -74,7 +75,9 @@ typedef enum mm_delayed_e {
 /* A page: blocks of one size class carved from part of a segment. */
 struct mm_page_s {
   mm_block_t *free;       /* blocks ready for malloc and freed by the owner (owner only, LIFO) */
-  uint32_t used;          /* blocks handed out and not yet seen freed by the owner */
+  uint16_t used;          /* blocks handed out and not yet seen freed by the owner (<= reserved) */
+  uint8_t size_class;     /* class index, for queues and stats */
+  uint8_t index;          /* slot in its segment */
   union {
     struct {
       uint8_t in_full;     /* page sits in heap->full, not in its class queue */
@@ -83,15 +86,13 @@ struct mm_page_s {
     };
     uint32_t flags;        /* any: free takes the slow path */
   };
-  uint8_t size_class;     /* class index, for queues and stats */
-  uint8_t index;          /* slot in its segment */
-  uint32_t touched;       /* bytes of the slot ever carved since its segment was set up */
   uintptr_t xthread_free; /* atomic: blocks freed by other threads | mm_delayed_t tag */
   uint32_t block_size;    /* bytes per block (0: slot is not in use) */
   uint32_t stride;        /* distance between blocks: block_size, padded from MM_COLOR_MIN */
   uint8_t *start;         /* first block */
-  uint32_t capacity;      /* blocks linked into the free lists so far (grows lazily) */
-  uint32_t reserved;      /* blocks that fit in the page */
+  uint16_t capacity;      /* blocks linked into the free lists so far (grows lazily) */
+  uint16_t reserved;      /* blocks that fit in the page */
+  int32_t used_counted;   /* the part of `used` already in the heap's statistics (stats.c) */
   mm_page_t *next;        /* neighbours in the heap queue the page sits in */
   mm_page_t *prev;
 };
@@ -136,6 +137,7 @@ struct mm_segment_s {
   mm_segment_t *prev;
   bool in_queue;          /* listed in heap->segments[kind] */
   mm_page_t pages[MM_MAX_PAGES]; /* large blocks: only pages[0] exists, never written */
+  uint32_t page_touched[MM_MAX_PAGES]; /* bytes of each slot ever carved since set up (page.c) */
 };
 
 /* A doubly linked list of pages; `first` is where malloc takes blocks. */
@@ -146,7 +148,8 @@ typedef struct mm_page_queue_s {
 
 /* Per-thread statistics, summed over all heaps on demand. */
 typedef struct mm_heap_stats_s {
-  intptr_t blocks[MM_SIZE_CLASS_COUNT]; /* blocks malloc'ed minus blocks freed by this thread */
+  intptr_t blocks[MM_SIZE_CLASS_COUNT]; /* live blocks of this heap's pages as last counted (stats.c),
+                                           minus blocks of other heaps freed by this thread */
   intptr_t pages[MM_SIZE_CLASS_COUNT];  /* pages in use per class */
 } mm_heap_stats_t;
 
@@ -166,6 +169,7 @@ struct mm_heap_s {
   uintptr_t span_segments;                     /* span segments owned */
   uintptr_t span_resident;                     /* units of free runs that may be resident */
   uintptr_t grown;                             /* 4 KiB units taken afresh since memory was last given back */
+  mm_segment_t *spare;                         /* the last segment that emptied, not yet purged (segment.c) */
   mm_heap_stats_t stats;
   mm_heap_t *all_next;                         /* link in the list of all heaps (never removed) */
 };
