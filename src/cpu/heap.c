@@ -223,6 +223,7 @@ void mm_heap_delayed_push(mm_heap_t *heap, mm_block_t *block) {
  * cmake-configure's utilization. */
 #define MM_GROWN_BATCH 32
 void mm_heap_grown(mm_heap_t *heap, size_t units) {
+  if (!mm_options.purge) return; /* MANYMALLOC_PURGE=0: keep everything committed */
   heap->grown += units;
   if (heap->grown < MM_GROWN_BATCH) return;
   mm_span_purge(heap, heap->grown);

@@ -179,7 +179,7 @@ static void mm_span_segment_empty(mm_heap_t *heap, mm_segment_t *seg) {
   }
   heap->span_empty = seg;
   size_t keep = MM_KEEP_BYTES >> MM_SPAN_SHIFT;
-  if (seg->span_touched > keep) {
+  if (mm_options.purge && seg->span_touched > keep) {
     mm_os_purge(mm_span_area(seg) + (keep << MM_SPAN_SHIFT), (seg->span_touched - keep) << MM_SPAN_SHIFT);
     seg->span_touched = (uint32_t)keep;
     mm_span_t *run = mm_span_units(seg);
