@@ -1,10 +1,11 @@
 // gpu/superblock.cuh: two-level allocation (CIT 2010, Sect. V, Figs. 4-5). A
 // Superblock is a Memoryblock cut into 32 Basicblocks of one class; one
 // 64-bit word holds which of them are available and whether the Superblock
-// sits in a second-level buffer, so claiming and returning blocks are single
-// CASes. The "in a buffer" bit is a token: its holder alone may claim, and a
-// Superblock whose blocks are all back and that holds no token goes back to
-// the Memoryblock heap.
+// is published (in a second-level buffer, or on a stack of sb_stack.cuh), so
+// claiming and returning blocks are single atomics. The "published" bit is a
+// token: its holder alone may claim. A Superblock whose blocks are all back
+// stays published with its class; the reclaimer gives it back to the
+// Memoryblock heap when another class needs the memory.
 #pragma once
 #include "fifo.cuh"
 #include "memoryblock.cuh"
