@@ -176,6 +176,32 @@ __device__ inline xmc_mb *xmc_sb_cursor_claim(int cls, unsigned k, uint32_t *tak
   }
 }
 
+// Up to k blocks from whichever cursor of `cls` still has some, for a
+// request whose own cursor could not serve it on an exhausted heap: the other
+// SMs' cursors may hold most of a Superblock each, which no free would ever
+// publish. A CAS, not a fetch-and-add, so that a used-up cursor is left as it
+// is; the claim that takes a Superblock's last block installs the next one,
+// as every claim does.
+static __device__ __noinline__ xmc_mb *xmc_sb_cursor_steal(int cls, unsigned k, uint32_t *taken) {
+  const xmc_heap &h = xmc_c_heap;
+  for (unsigned j = 0; j < h.sb_cursors_in_use[cls]; ++j) {
+    xmc_atomic_u64 cursor(h.sb_cursor[cls * h.num_sb_cursors + j]);
+    unsigned long long w = cursor.load(cuda::memory_order_relaxed);
+    uint32_t start;
+    do {
+      start = (uint32_t)w;
+      if ((uint32_t)(w >> 32) >= xmc_cursor_installing || start >= xmc_sb_blocks) break;
+    } while (!cursor.compare_exchange_weak(w, w + min(k, xmc_sb_blocks - start), cuda::memory_order_acquire,
+                                           cuda::memory_order_relaxed));
+    if ((uint32_t)(w >> 32) >= xmc_cursor_installing || start >= xmc_sb_blocks) continue;
+    const uint32_t end = min(start + k, xmc_sb_blocks);
+    *taken = xmc_bits_below(end) & ~xmc_bits_below(start);
+    if (end == xmc_sb_blocks) xmc_sb_cursor_install(cursor, cls, 0);
+    return (xmc_mb *)xmc_deref((uint32_t)(w >> 32));
+  }
+  return nullptr;
+}
+
 // Takes the cursor's Superblock away and makes the blocks it had not handed
 // out available (reclaiming memory for other classes).
 static __device__ __noinline__ void xmc_sb_cursor_retire(unsigned long long *word, int cls) {
@@ -232,12 +258,15 @@ __device__ inline uint32_t xmc_sb_published(int cls, bool everywhere) {
 
 // Up to k blocks from a published Superblock, else from a new one: a group
 // that wants more than half a Superblock carves its own, the others share
-// the cursor.
+// the cursor. `everywhere` (the heap looked exhausted): any SM's published
+// Superblocks, then any cursor of the class, before carving.
 __device__ inline xmc_mb *xmc_sb_take(int cls, unsigned k, bool everywhere, uint32_t *taken) {
   for (uint32_t ref; (ref = xmc_sb_published(cls, everywhere)) != xmc_nil;) {
     xmc_mb *mb = (xmc_mb *)xmc_deref(ref);
     if ((*taken = xmc_sb_claim(mb, cls, k)) != 0) return mb;
   }
+  if (everywhere)
+    if (xmc_mb *mb = xmc_sb_cursor_steal(cls, k, taken)) return mb;
   if (k > xmc_sb_blocks / 2) return xmc_sb_create_claimed(cls, k, taken);
   return xmc_sb_cursor_claim(cls, k, taken);
 }

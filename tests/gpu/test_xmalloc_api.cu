@@ -1,7 +1,7 @@
 // tests/gpu/test_xmalloc_api.cu: XMalloc's API, one behaviour per test: the
 // host calls' error codes, xmcFree(NULL), calloc, realloc, aligned alloc,
-// large blocks, xmcGrow, statistics and their peak, Superblocks kept beyond the
-// buffers, double free, several devices.
+// large blocks, xmcGrow, statistics and their peak, compartments' whole usable
+// size, Superblocks kept beyond the buffers, double free, several devices.
 #include "gpu_test.cuh"
 
 namespace {
@@ -208,6 +208,50 @@ __global__ void k_check_and_free(void **ptrs, int n, size_t size, int *bad) {
     if (!gt_holds(ptrs[i], size, i)) atomicAdd(bad, 1);
     xmcFree(ptrs[i]);
   }
+}
+
+// Every lane of a full warp takes a block of the warp's size, grows it to
+// the compartment's whole usable size with xmcRealloc (in place, no copy)
+// and writes all of it: the last compartment of a coalesced block, whose
+// padding was left out of the chunk, must still not reach another block.
+__global__ void k_fill_usable(void **ptrs, size_t *sizes, int *moved, int mode) {
+  const int i = blockIdx.x * blockDim.x + threadIdx.x;
+  const size_t size = 8 + (i / 32 % 16) * 16 + i / 32 % 7;  // 8..255 bytes, one size per warp
+  const size_t usable = mode == 0 ? size : (size + 8 + 15) / 16 * 16 - 8;
+  void *p = xmcMalloc(size);
+  void *q = p && mode == 2 ? xmcRealloc(p, usable) : p;
+  if (q != p) atomicAdd(moved, 1);
+  if (q) gt_fill(q, usable, i);
+  ptrs[i] = q;
+  sizes[i] = usable;
+}
+__global__ void k_check_sized(void **ptrs, size_t *sizes, int *bad, int *nulls) {
+  const int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (!ptrs[i]) atomicAdd(nulls, 1);
+  else if (!gt_holds(ptrs[i], sizes[i], i)) atomicAdd(bad, 1);
+}
+
+// The blocks of 16 sizes at once, 19 MB in all, must fit a 64 MiB heap: the
+// heap is not exhausted while other SMs' cursors still hold blocks.
+TEST_F(XmcApi, CompartmentsHoldTheirWholeUsableSize) {
+  init(64 << 20);
+  const int n = 1 << 16;
+  DeviceArray<void *> ptrs(n);
+  DeviceArray<size_t> sizes(n);
+  DeviceArray<int> moved(1), bad(1), nulls(1);
+  for (int mode = 0; mode < 3; ++mode) {  // the size asked for; the usable size; grown to it
+    LAUNCH_OK(k_fill_usable<<<n / 256, 256>>>(ptrs.ptr, sizes.ptr, moved.ptr, mode));
+    EXPECT_EQ(0, moved.host()[0]) << "growing within the usable size must not move a block";
+    gt_expect_disjoint(ptrs.host(), sizes.host());
+    LAUNCH_OK(k_check_sized<<<n / 256, 256>>>(ptrs.ptr, sizes.ptr, bad.ptr, nulls.ptr));
+    EXPECT_EQ(0, nulls.host()[0]) << "NULL with most of the heap free, mode " << mode;
+    EXPECT_EQ(0, bad.host()[0]) << "a block's usable bytes were overwritten by another's, mode " << mode;
+    LAUNCH_OK(k_free_each<<<n / 256, 256>>>(ptrs.ptr));
+  }
+  xmcStats st;
+  XMC_OK(xmcGetStats(&st));
+  EXPECT_EQ(0u, st.invalid_frees) << "a header was overwritten";
+  EXPECT_EQ(0u, st.bytes_in_use) << gt_unbalanced(st);
 }
 
 // One thread block frees a heap full of 1000-byte blocks, so that one SM
