@@ -90,7 +90,8 @@ static __device__ void xmc_free_compartment(unsigned group, char *p, uint64_t hd
   char *block = p - 8 - xmc_comp::offset(hdr);
   *(uint64_t *)(p - 8) = (hdr & ~0xffffull) | xmc_magic_comp_freed;
   __syncwarp(group);  // every mark lands before the block can be handed out again
-  if (uint32_t units = xmc_coalesce_release(group, block)) xmc_coalesce_recycle(block, units);
+  const int cls = xmc_coalesce_release(group, block);
+  if (cls >= 0) xmc_coalesce_recycle(block, cls);
 }
 
 // The block xmcMalloc handed out at `p` (header word `hdr`), for xmcAlignedAlloc's
