@@ -181,13 +181,12 @@ __device__ inline char *xmc_buffer_get_warp(unsigned group, int cls) {
   return chunk;
 }
 
-// Returns a chunk of class `cls` in `region` (its live bit clear): into an exchange slot; the chunk it displaces goes on to the FIFO
-// behind it, or to its source.
+// Returns a chunk of class `cls` in `region` (its live bit clear) into an
+// exchange slot; the chunk it displaces goes on to the FIFO behind it, or to
+// its source.
 __device__ inline void xmc_buffer_put(char *chunk, int cls, uint32_t region) {
   const xmc_heap &h = xmc_c_heap;
-  xmc_sm_stats *st = xmc_stats_here();
-  atomicAdd(&st->frees[cls], 1ull);
-  atomicAdd(&st->frees_total, 1ull);
+  xmc_stats_count_frees(xmc_stats_here(), cls, 1);
   if (h.buffering) {
     const unsigned salt = xmc_warp_salt() + xmc_lane_id();
     const unsigned index = xmc_buffer_index(cls, salt);

@@ -126,9 +126,13 @@ static __device__ void xmc_free_basicblocks(unsigned group, char *p, uint64_t hd
   xmc_sm_stats *st = xmc_stats_here();
   xmc_stats_add(&st->invalid, __popc(group) - __popc(freed));
   if (!bits) return;
-  xmc_stats_add(&st->frees[xmc_tag::cls(hdr)], __popc(freed));
-  xmc_stats_add(&st->frees_total, __popc(freed));
+  xmc_stats_count_frees(st, xmc_tag::cls(hdr), __popc(freed));
   xmc_sb_return_bits(xmc_sb_holding(chunk, hdr), xmc_tag::cls(hdr), bits);
+}
+
+// The header word of a Basicblock handed out whole.
+static __device__ bool xmc_is_basicblock(uint64_t hdr) {
+  return xmc_tag::magic(hdr) == xmc_magic_chunk && xmc_tag::kind(hdr) == xmc_kind_basic;
 }
 
 // What lanes free together: a compartment's coalesced block, a Basicblock's
@@ -137,8 +141,7 @@ static __device__ void xmc_free_basicblocks(unsigned group, char *p, uint64_t hd
 static __device__ uint64_t xmc_free_key(char *p, uint64_t hdr) {
   char *key = p;
   if (xmc_tag::magic(hdr) == xmc_magic_comp) key = p - 8 - xmc_comp::offset(hdr);
-  else if (xmc_tag::magic(hdr) == xmc_magic_chunk && xmc_tag::kind(hdr) == xmc_kind_basic)
-    key = (char *)xmc_sb_holding(p - xmc_chunk_header, hdr);
+  else if (xmc_is_basicblock(hdr)) key = (char *)xmc_sb_holding(p - xmc_chunk_header, hdr);
   return (uint64_t)key ^ (uint64_t)xmc_tag::magic(hdr) << 48;
 }
 
@@ -151,8 +154,7 @@ __device__ void xmcFree(void *ptr) {
   const unsigned group = xmc_warp_match(active, p ? xmc_free_key(p, hdr) : 0);
   if (!p) return;
   if (xmc_tag::magic(hdr) == xmc_magic_comp) xmc_free_compartment(group, p, hdr);
-  else if (__popc(group) > 1 && xmc_tag::magic(hdr) == xmc_magic_chunk && xmc_tag::kind(hdr) == xmc_kind_basic)
-    xmc_free_basicblocks(group, p, hdr);
+  else if (__popc(group) > 1 && xmc_is_basicblock(hdr)) xmc_free_basicblocks(group, p, hdr);
   else xmc_free_one(p);
 }
 
