@@ -142,6 +142,23 @@ static __device__ __noinline__ xmc_mb *xmc_sb_cursor_install(xmc_atomic_u64 &cur
   return mb;
 }
 
+// Whether a cursor word names a Superblock with blocks left to claim.
+__device__ __forceinline__ bool xmc_cursor_has_blocks(unsigned long long w) {
+  return (uint32_t)(w >> 32) < xmc_cursor_installing && (uint32_t)w < xmc_sb_blocks;
+}
+
+// A claim of k blocks that found cursor word `w` (with blocks left) took
+// blocks [start, start + k) of its Superblock, as many as there were: their
+// mask in *taken. The claim that takes the last block installs the next
+// Superblock.
+__device__ inline xmc_mb *xmc_sb_cursor_took(xmc_atomic_u64 &cursor, int cls, unsigned long long w, unsigned k,
+                                             uint32_t *taken) {
+  const uint32_t start = (uint32_t)w;
+  *taken = xmc_bits_below(start + k) & ~xmc_bits_below(start);
+  if (start + k >= xmc_sb_blocks) xmc_sb_cursor_install(cursor, cls, 0);
+  return (xmc_mb *)xmc_deref((uint32_t)(w >> 32));
+}
+
 // Up to k (<= 16) blocks from the cursor of `cls` for this SM's group: one
 // fetch-and-add in the common case. The claim that takes a Superblock's last
 // block, or the first claim on an empty cursor, installs the next one (its
@@ -153,12 +170,7 @@ __device__ inline xmc_mb *xmc_sb_cursor_claim(int cls, unsigned k, uint32_t *tak
   for (;;) {
     const unsigned long long w = cursor.fetch_add(k, cuda::memory_order_acquire);
     const uint32_t ref = (uint32_t)(w >> 32), start = (uint32_t)w;
-    if (ref < xmc_cursor_installing && start < xmc_sb_blocks) {
-      *taken = xmc_bits_below(start + k) & ~xmc_bits_below(start);
-      xmc_mb *mb = (xmc_mb *)xmc_deref(ref);
-      if (start + k >= xmc_sb_blocks) xmc_sb_cursor_install(cursor, cls, 0);
-      return mb;
-    }
+    if (xmc_cursor_has_blocks(w)) return xmc_sb_cursor_took(cursor, cls, w, k, taken);
     if (ref == xmc_nil && start == 0) {
       xmc_mb *mb = xmc_sb_cursor_install(cursor, cls, k);
       *taken = xmc_bits_below(k);
@@ -187,17 +199,11 @@ static __device__ __noinline__ xmc_mb *xmc_sb_cursor_steal(int cls, unsigned k, 
   for (unsigned j = 0; j < h.sb_cursors_in_use[cls]; ++j) {
     xmc_atomic_u64 cursor(h.sb_cursor[cls * h.num_sb_cursors + j]);
     unsigned long long w = cursor.load(cuda::memory_order_relaxed);
-    uint32_t start;
-    do {
-      start = (uint32_t)w;
-      if ((uint32_t)(w >> 32) >= xmc_cursor_installing || start >= xmc_sb_blocks) break;
-    } while (!cursor.compare_exchange_weak(w, w + min(k, xmc_sb_blocks - start), cuda::memory_order_acquire,
-                                           cuda::memory_order_relaxed));
-    if ((uint32_t)(w >> 32) >= xmc_cursor_installing || start >= xmc_sb_blocks) continue;
-    const uint32_t end = min(start + k, xmc_sb_blocks);
-    *taken = xmc_bits_below(end) & ~xmc_bits_below(start);
-    if (end == xmc_sb_blocks) xmc_sb_cursor_install(cursor, cls, 0);
-    return (xmc_mb *)xmc_deref((uint32_t)(w >> 32));
+    while (xmc_cursor_has_blocks(w) &&
+           !cursor.compare_exchange_weak(w, w + min(k, xmc_sb_blocks - (uint32_t)w), cuda::memory_order_acquire,
+                                         cuda::memory_order_relaxed)) {
+    }
+    if (xmc_cursor_has_blocks(w)) return xmc_sb_cursor_took(cursor, cls, w, k, taken);
   }
   return nullptr;
 }
@@ -209,7 +215,7 @@ static __device__ __noinline__ void xmc_sb_cursor_retire(unsigned long long *wor
   do {
     // Only a Superblock with blocks left: a used-up one belongs to the claim
     // that is installing its successor.
-    if ((uint32_t)(w >> 32) >= xmc_cursor_installing || (uint32_t)w >= xmc_sb_blocks) return;
+    if (!xmc_cursor_has_blocks(w)) return;
   } while (!xmc_atomic_u64(*word).compare_exchange_weak(w, xmc_cursor_empty, cuda::memory_order_acq_rel,
                                                          cuda::memory_order_relaxed));
   xmc_sb_return_bits((xmc_mb *)xmc_deref((uint32_t)(w >> 32)), cls, ~xmc_bits_below((uint32_t)w));
