@@ -26,10 +26,10 @@ constexpr int xmcMaxSizeClasses = 64;
 // "block" below is what one size class hands out: a whole coalesced block
 // serves the lanes of one warp, so class_allocs counts warps, not threads.
 struct xmcStats {
-  size_t heap_bytes;           // total bytes managed by the heap (all regions)
+  size_t heap_bytes;           // total bytes of the heap's regions (1/65 of them is its unit map)
   size_t bytes_in_use;         // bytes in live class blocks and large blocks
   size_t bytes_in_use_peak;    // high-water mark of heap bytes held in memoryblocks
-  size_t bytes_free;           // heap_bytes minus bytes held by memoryblocks now
+  size_t bytes_free;           // block memory (heap_bytes less the map) not held by memoryblocks now
   int    num_classes;          // size classes in use
   size_t class_size[xmcMaxSizeClasses];                // usable bytes of a class block
   unsigned long long class_allocs[xmcMaxSizeClasses];  // class blocks handed out
@@ -61,3 +61,6 @@ __device__ void  xmcFree(void *ptr);
 __device__ void *xmcCalloc(size_t count, size_t size);
 __device__ void *xmcRealloc(void *ptr, size_t size);
 __device__ void *xmcAlignedAlloc(size_t alignment, size_t size);
+// Bytes usable from `ptr` on (>= the size asked for); 0 for NULL or a pointer
+// that is not a live block of this heap.
+__device__ size_t xmcUsableSize(void *ptr);

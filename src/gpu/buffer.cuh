@@ -40,8 +40,9 @@ __device__ inline char *xmc_chunk_source_warp(unsigned group, int cls, bool ever
 // Gives a chunk back to where it came from, as its tag says.
 static __device__ __noinline__ void xmc_chunk_sink(char *chunk) {
   const uint64_t tag = xmc_atomic64(*xmc_chunk_tag(chunk)).load(cuda::memory_order_relaxed);
-  if (xmc_tag::kind(tag) == xmc_kind_basic) xmc_sb_return(chunk, tag);
-  else xmc_mb_free((xmc_mb *)chunk);
+  if (xmc_tag::kind(tag) == xmc_kind_basic) return xmc_sb_return(chunk, tag);
+  xmc_map_forget((xmc_mb *)chunk, xmc_tag::cls(tag));
+  xmc_mb_free((xmc_mb *)chunk);
 }
 
 // ---- reclaiming -----------------------------------------------------------------

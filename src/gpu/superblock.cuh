@@ -11,6 +11,7 @@
 #include "memoryblock.cuh"
 #include "sb_stack.cuh"
 #include "size_class.cuh"
+#include "unit_map.cuh"
 
 // Start of Basicblock `i` (a chunk: 32-byte header, then payload).
 __device__ __forceinline__ char *xmc_sb_block(xmc_mb *mb, int cls, unsigned i) {
@@ -33,7 +34,9 @@ __device__ inline void xmc_sb_unpublish(xmc_mb *mb) {
     avail = (uint32_t)s;
   } while (!state.compare_exchange_weak(s, avail == xmc_sb_full ? 0 : avail, cuda::memory_order_acq_rel,
                                         cuda::memory_order_acquire));
-  if (avail == xmc_sb_full) xmc_mb_free(mb);
+  if (avail != xmc_sb_full) return;
+  xmc_map_forget(mb, xmc_tag::cls(mb->tag));
+  xmc_mb_free(mb);
 }
 
 // Hands a Superblock whose token the caller holds to the second-level

@@ -25,6 +25,7 @@ constexpr unsigned xmc_nil = 0xffffffffu;   // "none" for unit indices and FIFO 
 constexpr int xmc_classes = 56;             // 8 classes up to 256 B, then 8 per doubling to 16 KiB
 constexpr unsigned xmc_class_max_body = 16384;
 constexpr unsigned xmc_coalesce_max = 256;  // larger requests are not coalesced (freed at once)
+constexpr unsigned xmc_coalesced_max_body = 32 * xmc_coalesce_max;  // the largest coalesced chunk
 
 constexpr unsigned xmc_chunk_header = 32;   // header in front of every chunk's payload
 constexpr unsigned xmc_sb_blocks = 32;      // Basicblocks per Superblock
@@ -38,11 +39,11 @@ constexpr unsigned xmc_sb_stacks_per_sm = 4;   // Superblock stacks per class an
 constexpr unsigned xmc_stat_slots = 256;        // per-SM counter slots (>= %nsmid)
 
 // ---- header words ------------------------------------------------------------
-// The 8 bytes in front of every pointer xmcMalloc returns say what it is.
+// The 8 bytes in front of a chunk's payload say what it is; compartments of
+// a coalesced chunk have none (their chunk is found by address).
 
 constexpr uint32_t xmc_magic_chunk = 0xB10C;   // payload of a class chunk or large block
-constexpr uint32_t xmc_magic_comp = 0xC0A1;    // compartment of a coalesced block
-constexpr uint32_t xmc_magic_comp_freed = 0xC0DE;
+constexpr uint32_t xmc_magic_comp = 0xC0A1;    // a chunk shared by compartments (its word at + 8)
 constexpr uint32_t xmc_magic_aligned = 0xA11E; // xmcAlignedAlloc's shifted pointer
 
 enum xmc_kind : uint32_t {
@@ -66,13 +67,26 @@ struct xmc_tag {
   static __device__ uint32_t region(uint64_t t) { return (uint32_t)(t >> 44) & 0xf; }
 };
 
-// Compartment header: magic:16 | size in 16-byte units:16 | offset from the
-// coalesced block's start:32.
-struct xmc_comp {
-  static __device__ uint64_t make(uint32_t units, uint32_t offset) {
-    return xmc_magic_comp | (uint64_t)units << 16 | (uint64_t)offset << 32;
+// Coalesced chunk word, at chunk + 8 (a Basicblock's header has room there,
+// a class Memoryblock's free-list links are unused while it is handed out):
+// live compartments:32 (low) | class:8 | compartment size in 16-byte units:8 |
+// magic:16. Compartments carry no header; xmcFree finds their chunk through
+// the region's unit map (unit_map.cuh).
+struct xmc_coalesced {
+  static __device__ uint64_t make(uint32_t live, uint32_t cls, uint32_t units) {
+    return live | (uint64_t)cls << 32 | (uint64_t)units << 40 | (uint64_t)xmc_magic_comp << 48;
   }
-  static __device__ uint32_t units(uint64_t h) { return (uint32_t)(h >> 16) & 0xffff; }
+  static __device__ uint32_t live(uint64_t w) { return (uint32_t)w; }
+  static __device__ uint32_t cls(uint64_t w) { return (uint32_t)(w >> 32) & 0xff; }
+  static __device__ uint32_t units(uint64_t w) { return (uint32_t)(w >> 40) & 0xff; }
+  static __device__ uint32_t magic(uint64_t w) { return (uint32_t)(w >> 48); }
+};
+constexpr unsigned xmc_coalesced_word = 8;   // its offset in the chunk
+
+// In front of an xmcAlignedAlloc pointer: magic:16 | offset back to the
+// block xmcMalloc handed out:32 (high).
+struct xmc_shift {
+  static __device__ uint64_t make(uint32_t offset) { return xmc_magic_aligned | (uint64_t)offset << 32; }
   static __device__ uint32_t offset(uint64_t h) { return (uint32_t)(h >> 32); }
 };
 
@@ -123,6 +137,7 @@ struct alignas(64) xmc_fifo {
 // lock-free. The free list is guarded by the region's lock.
 struct xmc_region {
   char *base;
+  uint8_t *map;                    // one byte per unit (unit_map.cuh), ending the region's memory
   uint32_t units;
   uint32_t free_head;              // unit index of the first free Memoryblock, xmc_nil if none
   unsigned long long top;          // units carved from the wilderness (may overshoot `units`)

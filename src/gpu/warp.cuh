@@ -67,30 +67,24 @@ __device__ __forceinline__ char *xmc_warp_broadcast(unsigned mask, char *p, int 
   return (char *)xmc_warp_broadcast(mask, (uint64_t)p, src);
 }
 
-// Exclusive prefix sum of small values (< 2^bits) over the lanes of `mask`,
-// one ballot per bit: works for any lane subset, where a shuffle scan would
-// read lanes outside the mask. *total receives the sum over all of `mask`.
-template <int bits>
-__device__ __forceinline__ uint32_t xmc_warp_scan_small(unsigned mask, uint32_t v, uint32_t *total) {
-  unsigned lt;
-  asm("mov.u32 %0, %%lanemask_lt;" : "=r"(lt));
-  uint32_t below = 0, sum = 0;
-#pragma unroll
-  for (int b = 0; b < bits; ++b) {
-    unsigned set = xmc_warp_ballot(mask, (v >> b) & 1);
-    below += (uint32_t)__popc(set & lt) << b;
-    sum += (uint32_t)__popc(set) << b;
-  }
-  *total = sum;
-  return below;
-}
-
-// Bitwise or of `v` over the lanes of `mask`, one shuffle per lane (a
-// shuffle names its source, so converged groups cannot mix).
+// Bitwise or of `v` over the lanes of `mask`: one reduction for a whole
+// warp (no other group can be converged with it), else one shuffle per lane
+// (a shuffle names its source, so converged groups cannot mix).
 __device__ __forceinline__ uint32_t xmc_warp_or(unsigned mask, uint32_t v) {
+  if (mask == 0xffffffffu) return __reduce_or_sync(mask, v);
   uint32_t acc = 0;
   for (unsigned m = mask; m; m &= m - 1) acc |= __shfl_sync(mask, v, __ffs(m) - 1);
   return acc;
+}
+
+// The set of `index` (< 32) over the lanes of `mask`. Lanes that free
+// together what they took together hold consecutive indices in lane order:
+// then one shuffle and one ballot tell, else one shuffle per lane.
+__device__ __forceinline__ uint32_t xmc_warp_bits(unsigned mask, unsigned index) {
+  if (mask == 0xffffffffu) return __reduce_or_sync(mask, 1u << index);
+  const unsigned first = __shfl_sync(mask, index, __ffs(mask) - 1), n = __popc(mask);
+  if (xmc_warp_ballot(mask, index == first + xmc_warp_rank(mask)) == mask) return ((1u << n) - 1) << first;
+  return xmc_warp_or(mask, 1u << index);
 }
 
 // Bit position of the n-th (from 0) set bit of `bits`, which has more than n.

@@ -1,8 +1,9 @@
 // gpu/xmalloc.cu: the device API. xmcMalloc sorts the calling lanes: small
-// requests of two or more lanes are coalesced into one chunk, the others are
-// grouped by size class so that one lane acts for each class, and requests
-// above the largest class go to the Memoryblock heap one by one. xmcFree reads
-// the header word in front of the pointer to learn what it frees.
+// requests of one size (in 16-byte units) from two or more lanes are
+// coalesced into one chunk, the others are grouped by size class so that one
+// lane acts for each class, and requests above the largest class go to the
+// Memoryblock heap one by one. xmcFree looks the pointer up in the unit map
+// (compartments) or reads the word in front of it to learn what it frees.
 //
 // All stages are header-only and meet in this one translation unit, so the
 // whole path from xmcMalloc down to the FIFO is inlined without device LTO;
@@ -54,14 +55,50 @@ __device__ void *xmcMalloc(size_t size) {
   if (!h.ready) return nullptr;
   if (size == 0) size = 1;
   const unsigned active = __activemask();
+  // Lanes asking for the same number of 16-byte units share a chunk; a lane
+  // alone gains nothing from coalescing.
   const bool small = h.coalescing && size <= xmc_coalesce_max;
-  unsigned smalls = xmc_warp_ballot(active, small);
-  if (__popc(smalls) < 2) smalls = 0;  // one lane alone gains nothing from coalescing
-  if (smalls & (1u << xmc_lane_id())) return xmc_coalesce_malloc(smalls, size);
-  return xmc_malloc_chunks(active & ~smalls, size);
+  const uint32_t units = small ? xmc_coalesce_units(size) : 0;
+  const unsigned peers = xmc_warp_match(active, units);
+  const unsigned shared = xmc_warp_ballot(active, small && __popc(peers) > 1);
+  if (shared & xmc_lanemask_eq()) return xmc_coalesce_malloc(peers, units);
+  return xmc_malloc_chunks(active & ~shared, size);
 }
 
 // ---- free --------------------------------------------------------------------------
+
+// What a pointer names: a compartment of a coalesced chunk, a chunk handed
+// out whole (a Basicblock, or a class or large Memoryblock), nothing (NULL),
+// or nothing of ours (counted as an invalid free).
+enum xmc_what : uint32_t { xmc_none, xmc_compartment, xmc_whole, xmc_invalid };
+
+struct xmc_block {
+  xmc_what what;
+  int index;        // compartment: its index in its chunk
+  char *at;         // compartment: its chunk; whole: the block (an aligned pointer's, shifted back)
+  uint64_t word;    // compartment: the chunk's word; whole: its tag
+};
+
+// Looks `p` up: the unit map first (a compartment has no header), then the
+// word in front of it. An xmcAlignedAlloc pointer leads back to its block
+// once.
+static __device__ xmc_block xmc_block_of(char *p) {
+  if (!p) return {xmc_none};
+  for (int pass = 0; pass < 2; ++pass) {
+    const int region = xmc_region_holding(p);
+    if (region < 0 || p - xmc_c_heap.regions[region].base < (ptrdiff_t)xmc_chunk_header) break;
+    const uint64_t hdr = *(uint64_t *)(p - 8);
+    if (char *chunk = xmc_c_heap.coalescing ? xmc_map_chunk(region, p) : nullptr) {
+      const uint64_t w = *xmc_coalesced_word_of(chunk), tag = *xmc_chunk_tag(chunk);
+      const int index = tag & xmc_tag::live ? -1 : xmc_compartment_index(chunk, w, p);
+      if (index >= 0) return {xmc_compartment, index, chunk, w};
+    }
+    if (xmc_tag::magic(hdr) == xmc_magic_chunk) return {xmc_whole, -1, p, hdr};
+    if (xmc_tag::magic(hdr) != xmc_magic_aligned) break;
+    p -= xmc_shift::offset(hdr);
+  }
+  return {xmc_invalid};
+}
 
 // Clears a chunk's live bit; true when it was live (false: a double free or
 // not a chunk). *tag receives its tag, live bit cleared.
@@ -71,6 +108,7 @@ static __device__ bool xmc_chunk_unlive(char *chunk, uint64_t *tag) {
   return xmc_tag::magic(t) == xmc_magic_chunk && (t & xmc_tag::live);
 }
 
+// A chunk handed out whole, by the calling lane alone.
 static __device__ void xmc_free_chunk(char *chunk) {
   uint64_t t;
   if (!xmc_chunk_unlive(chunk, &t)) {
@@ -84,50 +122,26 @@ static __device__ void xmc_free_chunk(char *chunk) {
   xmc_mb_free((xmc_mb *)chunk);
 }
 
-// Frees the compartment at `p` (header `hdr`) for the lanes of `group`, all
-// in the same coalesced block.
-static __device__ void xmc_free_compartment(unsigned group, char *p, uint64_t hdr) {
-  char *block = p - 8 - xmc_comp::offset(hdr);
-  *(uint64_t *)(p - 8) = (hdr & ~0xffffull) | xmc_magic_comp_freed;
-  __syncwarp(group);  // every mark lands before the block can be handed out again
-  const int cls = xmc_coalesce_release(group, block);
-  if (cls >= 0) xmc_coalesce_recycle(block, cls);
-}
-
-// The block xmcMalloc handed out at `p` (header word `hdr`), for xmcAlignedAlloc's
-// shifted pointers: the block it was carved from.
-static __device__ char *xmc_unshift(char *p, uint64_t *hdr) {
-  if (xmc_tag::magic(*hdr) != xmc_magic_aligned) return p;
-  p -= xmc_comp::offset(*hdr);
-  *hdr = *(uint64_t *)(p - 8);
-  return p;
-}
-
-// Any block, by the calling lane alone.
-static __device__ void xmc_free_one(char *p) {
-  uint64_t hdr = *(uint64_t *)(p - 8);
-  p = xmc_unshift(p, &hdr);
-  switch (xmc_tag::magic(hdr)) {
-  case xmc_magic_comp: return xmc_free_compartment(1u << xmc_lane_id(), p, hdr);
-  case xmc_magic_chunk: return xmc_free_chunk(p - xmc_chunk_header);
-  default: atomicAdd(&xmc_stats_here()->invalid, 1ull);
-  }
+// Lanes of `group` free compartments of one chunk: one atomic for all.
+static __device__ void xmc_free_compartments(unsigned group, const xmc_block &b) {
+  const int cls = xmc_coalesce_release(group, b.at, xmc_warp_bits(group, b.index));
+  if (cls >= 0) xmc_coalesce_recycle(b.at, cls);
 }
 
 // Lanes of `group` free Basicblocks of one Superblock: one atomic gives them
 // all back to it (bypassing the buffers, which a single chunk would take).
-static __device__ void xmc_free_basicblocks(unsigned group, char *p, uint64_t hdr) {
-  char *chunk = p - xmc_chunk_header;
+static __device__ void xmc_free_basicblocks(unsigned group, const xmc_block &b) {
+  char *chunk = b.at - xmc_chunk_header;
   uint64_t t;
   const bool ok = xmc_chunk_unlive(chunk, &t);
   const unsigned freed = xmc_warp_ballot(group, ok);
-  const uint32_t bits = xmc_warp_or(group, ok ? 1u << xmc_tag::index(hdr) : 0);
+  const uint32_t bits = xmc_warp_or(group, ok ? 1u << xmc_tag::index(b.word) : 0);
   if ((int)xmc_lane_id() != xmc_warp_leader(group)) return;
   xmc_sm_stats *st = xmc_stats_here();
   xmc_stats_add(&st->invalid, __popc(group) - __popc(freed));
   if (!bits) return;
-  xmc_stats_count_frees(st, xmc_tag::cls(hdr), __popc(freed));
-  xmc_sb_return_bits(xmc_sb_holding(chunk, hdr), xmc_tag::cls(hdr), bits);
+  xmc_stats_count_frees(st, xmc_tag::cls(b.word), __popc(freed));
+  xmc_sb_return_bits(xmc_sb_holding(chunk, b.word), xmc_tag::cls(b.word), bits);
 }
 
 // The header word of a Basicblock handed out whole.
@@ -135,38 +149,45 @@ static __device__ bool xmc_is_basicblock(uint64_t hdr) {
   return xmc_tag::magic(hdr) == xmc_magic_chunk && xmc_tag::kind(hdr) == xmc_kind_basic;
 }
 
-// What lanes free together: a compartment's coalesced block, a Basicblock's
-// Superblock; any other pointer alone. The header's magic is part of the key,
-// so that pointers of different kinds never meet in one group.
-static __device__ uint64_t xmc_free_key(char *p, uint64_t hdr) {
-  char *key = p;
-  if (xmc_tag::magic(hdr) == xmc_magic_comp) key = p - 8 - xmc_comp::offset(hdr);
-  else if (xmc_is_basicblock(hdr)) key = (char *)xmc_sb_holding(p - xmc_chunk_header, hdr);
-  return (uint64_t)key ^ (uint64_t)xmc_tag::magic(hdr) << 48;
+// What lanes free together: the compartments of one chunk, the Basicblocks
+// of one Superblock; any other pointer alone. The kind is part of the key,
+// so that pointers of different kinds never meet in one group (a Superblock
+// starts on a unit, a whole chunk's payload never does).
+static __device__ uint64_t xmc_free_key(const xmc_block &b) {
+  const char *key = b.at;
+  if (b.what == xmc_whole && xmc_is_basicblock(b.word)) key = (char *)xmc_sb_holding(b.at - xmc_chunk_header, b.word);
+  return (uint64_t)key ^ (uint64_t)b.what << 56;
 }
 
-// Lanes freeing compartments of one coalesced block decrement its count once;
+// Lanes freeing compartments of one chunk release them with one atomic;
 // lanes freeing Basicblocks of one Superblock return them at once.
 __device__ void xmcFree(void *ptr) {
-  char *p = (char *)ptr;
   const unsigned active = __activemask();
-  const uint64_t hdr = p ? *(uint64_t *)(p - 8) : 0;
-  const unsigned group = xmc_warp_match(active, p ? xmc_free_key(p, hdr) : 0);
-  if (!p) return;
-  if (xmc_tag::magic(hdr) == xmc_magic_comp) xmc_free_compartment(group, p, hdr);
-  else if (__popc(group) > 1 && xmc_is_basicblock(hdr)) xmc_free_basicblocks(group, p, hdr);
-  else xmc_free_one(p);
+  const xmc_block b = xmc_block_of((char *)ptr);
+  const unsigned group = xmc_warp_match(active, xmc_free_key(b));
+  switch (b.what) {
+  case xmc_none: return;
+  case xmc_compartment: return xmc_free_compartments(group, b);
+  case xmc_whole:
+    if (__popc(group) > 1 && xmc_is_basicblock(b.word)) return xmc_free_basicblocks(group, b);
+    return xmc_free_chunk(b.at - xmc_chunk_header);
+  default: atomicAdd(&xmc_stats_here()->invalid, 1ull);
+  }
 }
 
 // ---- calloc, realloc, aligned ------------------------------------------------------
 
-static __device__ size_t xmc_usable_size(char *p) {
-  uint64_t hdr = *(uint64_t *)(p - 8);
-  char *block = xmc_unshift(p, &hdr);
-  size_t shift = p - block;
-  if (xmc_tag::magic(hdr) == xmc_magic_comp) return xmc_coalesce_usable(hdr) - shift;
-  if (xmc_tag::cls(hdr) != xmc_class_large) return xmc_class_body(xmc_tag::cls(hdr)) - shift;
-  xmc_mb *mb = (xmc_mb *)(block - xmc_chunk_header);
+__device__ size_t xmcUsableSize(void *ptr) {
+  char *p = (char *)ptr;
+  const xmc_block b = xmc_block_of(p);
+  if (b.what == xmc_compartment) {
+    const size_t bytes = xmc_coalesced::units(b.word) * 16;
+    return b.at + xmc_chunk_header + (b.index + 1) * bytes - p;
+  }
+  if (b.what != xmc_whole) return 0;
+  const size_t shift = p - b.at;
+  if (xmc_tag::cls(b.word) != xmc_class_large) return xmc_class_body(xmc_tag::cls(b.word)) - shift;
+  const xmc_mb *mb = (const xmc_mb *)(b.at - xmc_chunk_header);
   return ((size_t)mb->size_units << xmc_unit_shift) - xmc_chunk_header - shift;
 }
 
@@ -184,7 +205,7 @@ __device__ void *xmcRealloc(void *ptr, size_t size) {
     xmcFree(ptr);
     return nullptr;
   }
-  size_t usable = xmc_usable_size((char *)ptr);
+  const size_t usable = xmcUsableSize(ptr);
   if (size <= usable) return ptr;
   void *q = xmcMalloc(size);
   if (q) {
@@ -202,6 +223,6 @@ __device__ void *xmcAlignedAlloc(size_t alignment, size_t size) {
   char *raw = (char *)xmcMalloc(size + alignment + 8);
   if (!raw) return nullptr;
   char *p = (char *)(((uintptr_t)raw + 8 + alignment - 1) & ~(uintptr_t)(alignment - 1));
-  *(uint64_t *)(p - 8) = xmc_magic_aligned | (uint64_t)(p - raw) << 32;
+  *(uint64_t *)(p - 8) = xmc_shift::make((uint32_t)(p - raw));
   return p;
 }

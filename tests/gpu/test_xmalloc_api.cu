@@ -217,8 +217,9 @@ __global__ void k_check_and_free(void **ptrs, int n, size_t size, int *bad) {
 __global__ void k_fill_usable(void **ptrs, size_t *sizes, int *moved, int mode) {
   const int i = blockIdx.x * blockDim.x + threadIdx.x;
   const size_t size = 8 + (i / 32 % 16) * 16 + i / 32 % 7;  // 8..255 bytes, one size per warp
-  const size_t usable = mode == 0 ? size : (size + 8 + 15) / 16 * 16 - 8;
   void *p = xmcMalloc(size);
+  const size_t usable = mode == 0 || !p ? size : xmcUsableSize(p);
+  if (usable < size) atomicAdd(moved, 1000);
   void *q = p && mode == 2 ? xmcRealloc(p, usable) : p;
   if (q != p) atomicAdd(moved, 1);
   if (q) gt_fill(q, usable, i);
@@ -241,7 +242,7 @@ TEST_F(XmcApi, CompartmentsHoldTheirWholeUsableSize) {
   DeviceArray<int> moved(1), bad(1), nulls(1);
   for (int mode = 0; mode < 3; ++mode) {  // the size asked for; the usable size; grown to it
     LAUNCH_OK(k_fill_usable<<<n / 256, 256>>>(ptrs.ptr, sizes.ptr, moved.ptr, mode));
-    EXPECT_EQ(0, moved.host()[0]) << "growing within the usable size must not move a block";
+    EXPECT_EQ(0, moved.host()[0]) << "growing within the usable size must not move a block (1000s: usable < size)";
     gt_expect_disjoint(ptrs.host(), sizes.host());
     LAUNCH_OK(k_check_sized<<<n / 256, 256>>>(ptrs.ptr, sizes.ptr, bad.ptr, nulls.ptr));
     EXPECT_EQ(0, nulls.host()[0]) << "NULL with most of the heap free, mode " << mode;
@@ -297,6 +298,39 @@ TEST_F(XmcApi, DoubleFreeIsCountedNotApplied) {
     XMC_OK(xmcShutdown());
     XMC_OK(xmcInit(16 << 20));
   }
+}
+
+__device__ uint64_t gt_not_heap[64];
+
+// A full warp takes coalesced 16-byte blocks (zeroed), then frees a pointer
+// into the middle of each and one outside the heap: all invalid, none
+// touching a live block; the usable size of each is 0.
+__global__ void k_free_bad_pointers(void **ptrs, size_t *usable) {
+  const int i = threadIdx.x;
+  char *p = (char *)xmcMalloc(16);
+  ptrs[i] = p;
+  if (!p) return;
+  memset(p, 0, 16);
+  usable[i] = xmcUsableSize(p) + xmcUsableSize(p + 8) + xmcUsableSize(&gt_not_heap[i]) + xmcUsableSize(nullptr);
+  __syncwarp();
+  xmcFree(p + 8);
+  xmcFree(&gt_not_heap[i]);
+}
+
+TEST_F(XmcApi, PointersIntoBlocksOrElsewhereAreInvalid) {
+  init(16 << 20);
+  DeviceArray<void *> ptrs(32);
+  DeviceArray<size_t> usable(32);
+  LAUNCH_OK(k_free_bad_pointers<<<1, 32>>>(ptrs.ptr, usable.ptr));
+  for (size_t u : usable.host()) EXPECT_EQ(16u, u) << "only the block itself has a usable size";
+  xmcStats st;
+  XMC_OK(xmcGetStats(&st));
+  EXPECT_EQ(64u, st.invalid_frees);
+  EXPECT_GT(st.bytes_in_use, 0u) << "the blocks are still live";
+  LAUNCH_OK(k_free_each<<<1, 32>>>(ptrs.ptr));
+  XMC_OK(xmcGetStats(&st));
+  EXPECT_EQ(64u, st.invalid_frees);
+  EXPECT_EQ(0u, st.bytes_in_use) << gt_unbalanced(st);
 }
 
 // Every device gets its own heap; blocks come from the device's own heap.

@@ -1,0 +1,61 @@
+// gpu/unit_map.cuh: finding a compartment's chunk by address. Compartments
+// of a coalesced chunk carry no header, so each region keeps one byte per
+// 64-byte unit: 1 + the distance in units back to the start of the chunk
+// that has a compartment starting in that unit; 0 where none has. The lanes
+// of a coalesced allocation write it, the lowest lane of each unit. An entry
+// stays true while the Superblock (or class Memoryblock) holding the chunk
+// keeps its layout, whoever uses the chunk next, and is cleared when that
+// goes back to the Memoryblock heap. The map ends the region's memory: a
+// region of B bytes holds B / 65 units.
+#pragma once
+#include <cuda/atomic>
+#include "heap.cuh"
+#include "size_class.cuh"
+
+using xmc_atomic8 = cuda::atomic_ref<uint8_t, cuda::thread_scope_device>;
+
+// The region whose blocks hold `p`, or -1: not a pointer into this heap.
+__device__ __forceinline__ int xmc_region_holding(const char *p) {
+  const xmc_heap &h = xmc_c_heap;
+  for (uint32_t i = 0; i < h.num_regions; ++i)
+    if ((size_t)(p - h.regions[i].base) < ((size_t)h.regions[i].units << xmc_unit_shift)) return (int)i;
+  return -1;
+}
+
+__device__ __forceinline__ uint32_t xmc_unit_in(const char *base, const char *p) {
+  return (uint32_t)((size_t)(p - base) >> xmc_unit_shift);
+}
+
+// The chunk the map names for `p` in region `region`, or nullptr.
+__device__ __forceinline__ char *xmc_map_chunk(uint32_t region, const char *p) {
+  char *base = xmc_c_heap.regions[region].base;
+  const uint32_t unit = xmc_unit_in(base, p);
+  const uint32_t back = xmc_atomic8(xmc_c_heap.regions[region].map[unit]).load(cuda::memory_order_relaxed);
+  return back ? base + ((size_t)(unit + 1 - back) << xmc_unit_shift) : nullptr;
+}
+
+// Records that a compartment of `chunk` (in region `region`) starts at `p`.
+__device__ __forceinline__ void xmc_map_mark(uint32_t region, const char *chunk, const char *p) {
+  const char *base = xmc_c_heap.regions[region].base;
+  const uint32_t unit = xmc_unit_in(base, p);
+  xmc_atomic8(xmc_c_heap.regions[region].map[unit])
+      .store((uint8_t)(unit + 1 - xmc_unit_in(base, chunk)), cuda::memory_order_relaxed);
+}
+
+// Forgets the chunks of a Memoryblock going back to the heap (`units` from
+// `start`, in region `region`).
+__device__ inline void xmc_map_clear(const char *start, uint32_t units, uint32_t region) {
+  uint8_t *map = xmc_c_heap.regions[region].map;
+  const uint32_t first = xmc_unit_in(xmc_c_heap.regions[region].base, start), end = first + units;
+  uint32_t u = first;
+  for (; u < end && (u & 3); ++u) xmc_atomic8(map[u]).store(0, cuda::memory_order_relaxed);
+  for (; u + 4 <= end; u += 4) xmc_atomic32(*(uint32_t *)&map[u]).store(0, cuda::memory_order_relaxed);
+  for (; u < end; ++u) xmc_atomic8(map[u]).store(0, cuda::memory_order_relaxed);
+}
+
+// A Superblock or class Memoryblock of `cls` goes back to the heap: the
+// entries of its chunks go with it (only classes that coalesced chunks use).
+__device__ inline void xmc_map_forget(const xmc_mb *mb, uint32_t cls) {
+  if (xmc_c_heap.coalescing && cls < xmc_classes && xmc_class_body((int)cls) <= xmc_coalesced_max_body)
+    xmc_map_clear((const char *)mb, mb->size_units, xmc_tag::region(mb->tag));
+}
