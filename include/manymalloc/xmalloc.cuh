@@ -36,7 +36,7 @@ struct xmcStats {
   unsigned long long class_frees[xmcMaxSizeClasses];   // class blocks given back
   unsigned long long large_allocs;   // served straight from memoryblocks
   unsigned long long failed_allocs;  // requests that returned NULL
-  unsigned long long invalid_frees;  // frees whose header tag was not live (ignored)
+  unsigned long long invalid_frees;  // frees of blocks not live, or not ours (ignored)
 };
 
 // Switches for the papers' ablations; defaults are all on.
