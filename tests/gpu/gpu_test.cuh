@@ -1,6 +1,7 @@
 // tests/gpu/gpu_test.cuh: what the XMalloc tests share: CUDA error checks, a
 // per-test heap fixture, and the host-side checks on collected blocks.
 #pragma once
+#include <cstdlib>
 #include <gtest/gtest.h>
 #include <algorithm>
 #include <cstdint>
@@ -82,6 +83,14 @@ inline std::string gt_unbalanced(const xmcStats &st) {
 inline bool gt_have_gpu() {
   int n = 0;
   return cudaGetDeviceCount(&n) == cudaSuccess && n > 0;
+}
+
+// Under compute-sanitizer (scripts/gpu-check sets MANYMALLOC_GPU_TEST_SMALL=1)
+// the heaviest tests run fewer threads: the sanitizers look for faults and
+// races, the full-size runs are the plain test step's.
+inline int gt_scaled(int n) {
+  const char *small = std::getenv("MANYMALLOC_GPU_TEST_SMALL");
+  return small && *small == '1' ? n / 5 | 1 : n;  // odd stays odd
 }
 
 // A fresh heap per test, torn down after it.

@@ -78,7 +78,7 @@ void expect_blocks_ok(void **ptrs, size_t *sizes, int n, int expect_nulls_max) {
 
 TEST_P(XmcStress, BlocksKeepContentsAndNeverOverlap) {
   init(512 << 20, GetParam().config);
-  const int n = 20000;  // not a multiple of 32
+  const int n = gt_scaled(20000);  // not a multiple of 32
   DeviceArray<void *> ptrs(n);
   DeviceArray<size_t> sizes(n);
   for (uint32_t round = 0; round < 3; ++round) {
