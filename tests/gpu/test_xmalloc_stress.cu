@@ -227,6 +227,32 @@ TEST_P(XmcStress, ExhaustionReturnsNullAndRecovers) {
   EXPECT_GT(st.failed_allocs, 0u);
 }
 
+// A heap filled with coalesced 16-byte blocks, freed, then filled with
+// 20 KiB blocks (past the largest class: straight from the Memoryblock heap,
+// over memory whose unit map named compartments) and 16-byte blocks again.
+// Every block keeps its contents and every free finds its block: none is
+// taken for a compartment of a chunk that is gone.
+TEST_P(XmcStress, MemoryOfCompartmentsServesLargeBlocks) {
+  init(8 << 20, GetParam().config);
+  // 16 B: up to 10 MB; without Superblocks every block is a Memoryblock
+  // taken under the region lock, so fewer.
+  const int threads = 4096, per = gt_scaled(GetParam().config.superblocks ? 160 : 16), n = threads * per;
+  DeviceArray<void *> ptrs(n);
+  DeviceArray<size_t> sizes(n);
+  for (size_t size : {16, 20000, 16}) {
+    CUDA_OK(cudaMemset(ptrs.ptr, 0, n * sizeof(void *)));
+    DeviceArray<int> nulls(1);
+    LAUNCH_OK(k_alloc_until_null<<<threads / 128, 128>>>(ptrs.ptr, sizes.ptr, per, size, nulls.ptr));
+    expect_blocks_ok(ptrs.ptr, sizes.ptr, n, n);
+    if (size > 16) EXPECT_GE(gt_count(ptrs.host()) * size, (size_t)(8 << 20) / 2) << "the heap kept memory back";
+    LAUNCH_OK(k_free_all<<<n / 256, 256>>>(ptrs.ptr, n));
+  }
+  xmcStats st;
+  XMC_OK(xmcGetStats(&st));
+  EXPECT_EQ(0u, st.invalid_frees);
+  EXPECT_EQ(0u, st.bytes_in_use) << gt_unbalanced(st);
+}
+
 INSTANTIATE_TEST_SUITE_P(Ablations, XmcStress, ::testing::ValuesIn(ablations),
                          [](const ::testing::TestParamInfo<Ablation> &info) { return std::string(info.param.name); });
 
