@@ -92,40 +92,60 @@ void xmc_host_release(xmc_host_heap *host) {
   *host = xmc_host_heap{};
 }
 
-// Buffers, exchange slots, cursors, Superblock stacks and counters in one allocation; sets the
-// header's pointers into it.
+// Consecutive pieces of one device allocation: each take() places the next
+// one, aligned for its type. Run once without a base to learn the size.
+struct xmc_pieces {
+  char *base = nullptr;
+  size_t used = 0;
+  template <class T> T *take(size_t count) {
+    used = (used + alignof(T) - 1) & ~(alignof(T) - 1);
+    T *piece = reinterpret_cast<T *>(reinterpret_cast<uintptr_t>(base) + used);
+    used += count * sizeof(T);
+    return piece;
+  }
+};
+
+// How many of each the header's switches and counts call for.
+size_t xmc_first_level_fifos(const xmc_heap &h) { return h.buffering ? (size_t)h.num_buffers * xmc_classes : 0; }
+size_t xmc_second_level_fifos(const xmc_heap &h) { return h.superblocks ? (size_t)h.num_sb_buffers * xmc_classes : 0; }
+size_t xmc_cursors(const xmc_heap &h) { return h.superblocks ? (size_t)h.num_sb_cursors * xmc_classes : 0; }
+
+// Places the buffers, their slots, cursors, Superblock stacks, exchange
+// slots and counters at `base`; returns the bytes they take.
+size_t xmc_host_place(xmc_heap &h, char *base, uint64_t **slots) {
+  const size_t nb = xmc_first_level_fifos(h), nsb = xmc_second_level_fifos(h);
+  xmc_pieces p{base};
+  h.buffers = p.take<xmc_fifo>(nb);
+  h.sb_buffers = p.take<xmc_fifo>(nsb);
+  *slots = p.take<uint64_t>(nb * xmc_fifo_capacity + nsb * xmc_sb_fifo_capacity);
+  h.sb_cursor = p.take<unsigned long long>(xmc_cursors(h));
+  h.sb_stacks = p.take<unsigned long long>(nsb * xmc_sb_stacks_per_sm);
+  h.hot = p.take<uint32_t>(nb * xmc_hot_slots);
+  h.stats = p.take<xmc_sm_stats>(xmc_stat_slots);
+  return p.used;
+}
+
+// The heap's metadata in one allocation, initialised: empty FIFOs, cursors,
+// stacks and exchange slots, zeroed counters.
 xmcError xmc_host_layout(xmc_host_heap *host) {
   xmc_heap &h = host->header;
-  const size_t nb = h.buffering ? (size_t)h.num_buffers * xmc_classes : 0;
-  const size_t nsb = h.superblocks ? (size_t)h.num_sb_buffers * xmc_classes : 0;
-  const size_t fifo_bytes = (nb + nsb) * sizeof(xmc_fifo);
-  const size_t slot_bytes = (nb * xmc_fifo_capacity + nsb * xmc_sb_fifo_capacity) * sizeof(uint64_t);
-  const size_t ncursors = h.superblocks ? (size_t)h.num_sb_cursors * xmc_classes : 0;
-  const size_t cursor_bytes = ncursors * sizeof(unsigned long long);
-  const size_t stack_bytes = nsb * xmc_sb_stacks_per_sm * sizeof(unsigned long long);
-  const size_t hot_bytes = nb * xmc_hot_slots * sizeof(uint32_t);
-  const size_t stat_bytes = xmc_stat_slots * sizeof(xmc_sm_stats);
+  uint64_t *slots = nullptr;
   char *m = nullptr;
-  if (xmcError err = xmc_from_cuda(cudaMalloc(&m, fifo_bytes + slot_bytes + cursor_bytes + stack_bytes + hot_bytes + stat_bytes)))
-    return err;
+  if (xmcError err = xmc_from_cuda(cudaMalloc(&m, xmc_host_place(h, nullptr, &slots)))) return err;
   host->metadata = m;
-  h.buffers = (xmc_fifo *)m;
-  h.sb_buffers = h.buffers + nb;
-  uint64_t *slots = (uint64_t *)(m + fifo_bytes);
-  h.sb_cursor = (unsigned long long *)(m + fifo_bytes + slot_bytes);
-  h.sb_stacks = (unsigned long long *)(m + fifo_bytes + slot_bytes + cursor_bytes);
-  h.hot = (uint32_t *)(m + fifo_bytes + slot_bytes + cursor_bytes + stack_bytes);
-  h.stats = (xmc_sm_stats *)(m + fifo_bytes + slot_bytes + cursor_bytes + stack_bytes + hot_bytes);
+  xmc_host_place(h, m, &slots);
+  const size_t nb = xmc_first_level_fifos(h), nsb = xmc_second_level_fifos(h);
   if (nb) xmc_fifo_init_kernel<<<64, 128>>>(h.buffers, slots, (uint32_t)nb, xmc_fifo_capacity);
   if (nsb)
     xmc_fifo_init_kernel<<<64, 128>>>(h.sb_buffers, slots + nb * xmc_fifo_capacity, (uint32_t)nsb,
                                       xmc_sb_fifo_capacity);
-  std::vector<unsigned long long> cursors(ncursors, xmc_cursor_empty);
-  if (xmcError err = xmc_from_cuda(cudaMemcpy(h.sb_cursor, cursors.data(), cursor_bytes, cudaMemcpyHostToDevice)))
+  std::vector<unsigned long long> cursors(xmc_cursors(h), xmc_cursor_empty);
+  if (xmcError err = xmc_from_cuda(cudaMemcpy(h.sb_cursor, cursors.data(), cursors.size() * sizeof *h.sb_cursor,
+                                              cudaMemcpyHostToDevice)))
     return err;
-  // Empty exchange slots and stacks: xmc_nil references.
-  if (xmcError err = xmc_from_cuda(cudaMemset(h.sb_stacks, 0xff, stack_bytes + hot_bytes))) return err;
-  return xmc_from_cuda(cudaMemset(h.stats, 0, stat_bytes));
+  // Empty stacks and exchange slots: xmc_nil references (the two are adjacent).
+  if (xmcError err = xmc_from_cuda(cudaMemset(h.sb_stacks, 0xff, (char *)h.stats - (char *)h.sb_stacks))) return err;
+  return xmc_from_cuda(cudaMemset(h.stats, 0, xmc_stat_slots * sizeof *h.stats));
 }
 
 }  // namespace
