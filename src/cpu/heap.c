@@ -189,6 +189,22 @@ static mm_page_t *mm_heap_borrow(mm_heap_t *heap, unsigned size_class) {
   return NULL;
 }
 
+/* The first page from `page` on in its queue with a quarter of its blocks
+ * or more free, or NULL.  A class whose first page runs dry takes such a
+ * page before it carves the first further: carving first grew the heap
+ * while other pages of the class held free blocks (python-objects.rep
+ * peaked with 0.31 MB free in its two pages of 128-byte blocks).  A page
+ * with only a few free blocks is left where it is: made current, it would
+ * fill again at once (W2 ran 1.4% more instructions so). */
+static mm_page_t *mm_heap_queue_find_free(mm_page_t *page) {
+  for (; page != NULL; page = page->next) {
+    if (page->used * 4 > page->capacity * 3) continue;
+    if (page->free == NULL) mm_page_collect(page);
+    if (page->free != NULL) return page;
+  }
+  return NULL;
+}
+
 /* The first page of the class with a free block, at the front of its queue
  * (pages found full move to heap->full on the way), or before the heap grows
  * for it, a page of a larger class with a free block (mm_heap_borrow).
@@ -200,9 +216,13 @@ mm_page_t *mm_heap_find_page(mm_heap_t *heap, unsigned size_class) {
   while (page != NULL) {
     mm_page_t *next = page->next;
     if (page->free == NULL) mm_page_collect(page);
-    if (page->free == NULL && size_class >= MM_BORROW_CLASS_FIRST && page->capacity < page->reserved &&
-        mm_page_carve_grows(page) && (lender = mm_heap_borrow(heap, size_class)) != NULL)
-      return lender; /* before the page grows */
+    if (page->free == NULL && page->capacity < page->reserved) { /* before the page grows */
+      mm_page_t *other = mm_heap_queue_find_free(next);
+      if (other != NULL) page = other;
+      else if (size_class >= MM_BORROW_CLASS_FIRST && mm_page_carve_grows(page) &&
+               (lender = mm_heap_borrow(heap, size_class)) != NULL)
+        return lender;
+    }
     if (page->free != NULL || mm_page_extend(page)) {
       if (q->first != page) {
         mm_heap_queue_remove(heap, page);
