@@ -21,7 +21,7 @@ def find(repo):
 def run(build_dir, alloc, threads, reps, trace_files, repo):
     """One mmdriver invocation over the whole set; returns one dict per trace,
     or a single failure record."""
-    # --rss: every allocator's footprint is measured the same way (resident set),
+    # --rss: every allocator's footprint is measured the same way (resident anonymous memory),
     # so utilization compares like with like.
     argv = [os.path.join(build_dir, "mmdriver"), "-t", str(threads), "-r", str(reps), "-f", "csv", "--rss"] + trace_files
     status, out, err, wall, rss = runner.run(argv, alloc.path)

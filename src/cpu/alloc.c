@@ -15,6 +15,8 @@ static void *mm_malloc_from_class(mm_heap_t *heap, unsigned size_class) {
     page = mm_heap_find_page(heap, size_class);
     if (page == NULL) return NULL;
   }
+  if (page->size_class != size_class || (heap->borrowing & mm_heap_borrow_bit(size_class)) != 0)
+    mm_heap_direct_follow(heap, size_class, page); /* a lender's page, or back to its own */
   mm_block_t *block = page->free;
   page->free = block->next;
   page->used++;

@@ -56,6 +56,7 @@ mm_page_t *mm_heap_find_page(mm_heap_t *heap, unsigned size_class);
 void mm_heap_queue_remove(mm_heap_t *heap, mm_page_t *page);
 void mm_heap_queue_push_front(mm_heap_t *heap, mm_page_t *page);
 void mm_heap_page_unfull(mm_heap_t *heap, mm_page_t *page);
+void mm_heap_direct_follow(mm_heap_t *heap, unsigned size_class, mm_page_t *page);
 void mm_heaps_init(void);
 extern mm_heap_t *mm_heaps_all;
 
@@ -157,6 +158,20 @@ static inline size_t mm_class_stride(unsigned size_class) {
 static inline mm_block_t *mm_page_block_of(const mm_page_t *page, const void *p) {
   size_t offset = (size_t)((uintptr_t)p - (uintptr_t)page->start);
   return (mm_block_t *)(page->start + offset / page->stride * page->stride);
+}
+
+/* Whether carving more of the page touches memory its slot never held
+ * (rather than memory a page before it carved and left resident). */
+static inline bool mm_page_carve_grows(const mm_page_t *page) {
+  const mm_segment_t *seg = mm_segment_of(page->start);
+  return (uint32_t)page->capacity * page->stride >= seg->page_touched[page->index];
+}
+
+/* The bit of heap->borrowing for a class served by heap->direct_class (0
+ * for any other class). */
+static inline uint32_t mm_heap_borrow_bit(unsigned size_class) {
+  unsigned i = size_class - MM_DIRECT_CLASS_FIRST;
+  return i < MM_DIRECT_CLASS_COUNT ? (uint32_t)1 << i : 0;
 }
 
 static inline mm_block_t *mm_xthread_list(uintptr_t x) { return (mm_block_t *)(x & ~MM_DELAYED_MASK); }

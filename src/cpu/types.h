@@ -40,7 +40,8 @@
 #define MM_DIRECT_CLASS_COUNT  32                               /* up to 16 KiB */
 #define MM_MEDIUM_CLASS_FIRST  64                               /* 18 KiB: the first class above MM_SMALL_BLOCK_MAX */
 #define MM_MEDIUM_CLASS_LAST   71                               /* 32 KiB: the last class served by pages */
-#define MM_BORROW_CLASSES      8                                /* a medium class borrows from up to this many classes up */
+#define MM_BORROW_CLASS_FIRST  39                               /* 2 KiB: the first class that borrows (heap.c) */
+#define MM_BORROW_CLASSES      8                                /* a class borrows from up to this many classes up */
 #define MM_SPAN_SHIFT          12                               /* spans are runs of 4 KiB units (OS pages) */
 #define MM_SPAN_UNIT           ((size_t)1 << MM_SPAN_SHIFT)
 #define MM_SPAN_UNITS          ((MM_SEGMENT_SIZE - MM_SEGMENT_HEADER_SIZE) >> MM_SPAN_SHIFT) /* 992 per segment */
@@ -159,6 +160,7 @@ typedef struct mm_heap_stats_s {
 struct mm_heap_s {
   mm_page_t *direct[MM_DIRECT_COUNT];          /* size/16 -> page to malloc from (fast path) */
   mm_page_t *direct_class[MM_DIRECT_CLASS_COUNT]; /* class - MM_DIRECT_CLASS_FIRST -> page, above 1 KiB */
+  uint32_t borrowing;                          /* bit i: direct_class[i] names a larger class's page (heap.c) */
   mm_page_queue_t queues[MM_SIZE_CLASS_COUNT]; /* pages with (possibly) free blocks, per class */
   mm_page_queue_t full;                        /* pages found full; remote frees notify */
   uintptr_t delayed_free;                      /* atomic: blocks freed remotely into full pages */

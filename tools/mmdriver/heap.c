@@ -6,6 +6,8 @@
 #include <fcntl.h>
 #include <stdbool.h>
 #include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 /* Same layout as mm_stats_t in include/manymalloc/manymalloc.h; the driver
@@ -17,6 +19,7 @@ typedef struct heap_mm_stats_s {
 static struct {
   const char *allocator;
   void (*mm_stats_get)(heap_mm_stats_t *);
+  long faults;   /* page faults at the last heap_footprint_moved */
 } heap;
 
 static const void *heap_object_of(const void *sym) {
@@ -38,22 +41,42 @@ void heap_probe(int force_rss) {
 const char *heap_allocator(void) { return heap.allocator; }
 
 const char *heap_footprint_method(void) {
-  return heap.mm_stats_get ? "mm_stats bytes_mapped" : "RSS";
+  return heap.mm_stats_get ? "mm_stats bytes_mapped" : "anonymous RSS";
 }
 
-/* Resident bytes from /proc/self/statm, read without stdio so that sampling
- * does not allocate through the allocator being measured. */
+/* Resident anonymous bytes, exact: /proc/self/smaps_rollup walks the page
+ * tables. statm and status read the kernel's RSS counters, kept per CPU and
+ * folded in batches, so they were off by up to tens of pages; and they
+ * count file pages too, of which each first call into a shared library
+ * maps up to 16 (fault-around), differently with each run's load address.
+ * Every allocator's heap is anonymous memory. Read without stdio, so that
+ * sampling does not allocate through the allocator measured. */
 static size_t heap_rss(void) {
-  char buf[128];
-  int fd = open("/proc/self/statm", O_RDONLY);
+  char buf[4096];
+  int fd = open("/proc/self/smaps_rollup", O_RDONLY);
   if (fd < 0) return 0;
-  ssize_t n = read(fd, buf, sizeof(buf) - 1);
+  size_t len = 0;
+  ssize_t n;
+  while (len < sizeof(buf) - 1 && (n = read(fd, buf + len, sizeof(buf) - 1 - len)) > 0) len += (size_t)n;
   close(fd);
-  if (n <= 0) return 0;
-  buf[n] = '\0';
-  char *p = buf;
-  strtoull(p, &p, 10);                   /* total program size */
-  return (size_t)strtoull(p, NULL, 10) * (size_t)sysconf(_SC_PAGESIZE);
+  buf[len] = '\0';
+  const char *anon = strstr(buf, "\nAnonymous:");
+  return anon ? (size_t)strtoull(anon + 11, NULL, 10) * 1024 : 0;
+}
+
+/* Page faults of the process so far: the resident set grows only by them. */
+static long heap_faults(void) {
+  struct rusage u;
+  getrusage(RUSAGE_SELF, &u);
+  return u.ru_minflt + u.ru_majflt;
+}
+
+bool heap_footprint_moved(void) {
+  if (heap.mm_stats_get != NULL) return true;
+  long faults = heap_faults();
+  if (faults == heap.faults) return false;
+  heap.faults = faults;
+  return true;
 }
 
 size_t heap_footprint(void) {
@@ -64,7 +87,10 @@ size_t heap_footprint(void) {
 }
 
 size_t heap_footprint_base(void) {
-  if (heap.mm_stats_get == NULL) return heap_rss();
+  if (heap.mm_stats_get == NULL) {
+    heap.faults = heap_faults();
+    return heap_rss();
+  }
   heap_mm_stats_t s;
   heap.mm_stats_get(&s);
   return s.bytes_in_use;

@@ -13,12 +13,6 @@
 #include <string.h>
 #include <time.h>
 
-/* The footprint is sampled every this many requests, whenever the live
- * bytes pass the largest sampled so far by 1/64, and at the end: the
- * footprint peaks with the live bytes, and this bounds the samples to about
- * a thousand on any trace. */
-#define REPLAY_SAMPLE_EVERY 1024
-
 /* One replaying thread: its id table and, when validating, its checks. */
 typedef struct replay_thread_s {
   const trace_t    *trace;
@@ -28,8 +22,8 @@ typedef struct replay_thread_s {
   check_index_t     live;
   size_t            live_bytes, peak_live;
   size_t            base_footprint, peak_footprint;
-  size_t            sampled_live;  /* largest live_bytes seen at a sample */
   size_t            errors;
+  int               sampler;   /* measures the footprint: thread 0 of a single-threaded replay */
   pthread_barrier_t *start;
   struct timespec   t0, t1;
 } replay_thread_t;
@@ -107,9 +101,11 @@ static int replay_checked_op(replay_thread_t *r, size_t i) {
   }
 }
 
+/* Reads the footprint after a request that may have raised it, so the
+ * peak found is the footprint's exact peak at request boundaries. */
 static void replay_sample(replay_thread_t *r) {
+  if (!heap_footprint_moved()) return;
   size_t f = heap_footprint();
-  if (r->live_bytes > r->sampled_live) r->sampled_live = r->live_bytes;
   if (f > r->peak_footprint) r->peak_footprint = f;
 }
 
@@ -119,10 +115,8 @@ static void *replay_validate_thread(void *arg) {
   pthread_barrier_wait(r->start);
   for (size_t i = 0; i < t->num_ops; i++) {
     if (!replay_checked_op(r, i)) break;
-    if (r->index == 0 && (i % REPLAY_SAMPLE_EVERY == 0 || r->live_bytes > r->sampled_live + r->sampled_live / 64))
-      replay_sample(r);
+    if (r->sampler) replay_sample(r);
   }
-  if (r->index == 0) replay_sample(r);
   return NULL;
 }
 
@@ -203,6 +197,7 @@ void replay_validate(const trace_t *t, unsigned threads, replay_check_t *out) {
   heap_release();
   rs[0].base_footprint = heap_footprint_base();
   rs[0].peak_footprint = heap_footprint();
+  rs[0].sampler = threads == 1;
   replay_run(rs, threads, replay_validate_thread);
   out->errors = 0;
   for (unsigned k = 0; k < threads; k++) out->errors += rs[k].errors;
