@@ -159,7 +159,8 @@ static inline mm_block_t *mm_page_block_of(const mm_page_t *page, const void *p)
   return (mm_block_t *)(page->start + offset / page->stride * page->stride);
 }
 
-static inline mm_block_t *mm_xthread_list(uintptr_t x) { return (mm_block_t *)(x & ~MM_DELAYED_MASK); }
+static inline mm_block_t *mm_xthread_list(uintptr_t x) { return (mm_block_t *)(x & MM_XTHREAD_LIST_MASK); }
+static inline uint32_t mm_xthread_count(uintptr_t x) { return (uint32_t)(x >> MM_XTHREAD_COUNT_SHIFT); }
 static inline mm_delayed_t mm_xthread_tag(uintptr_t x) { return (mm_delayed_t)(x & MM_DELAYED_MASK); }
 
 /* ---- the fast paths ---- */
