@@ -20,6 +20,8 @@ _Static_assert(sizeof(mm_segment_t) <= MM_SPAN_OFFSET &&
                "the span units' descriptors lie between the header and the checked bitmap");
 _Static_assert(((size_t)1 << MM_SMALL_PAGE_SHIFT) / MM_ALIGNMENT <= UINT16_MAX, "mm_page_t.capacity is 16 bits");
 _Static_assert(sizeof(mm_page_t) == 64, "a page descriptor is one cache line");
+_Static_assert(sizeof(uintptr_t) == 8 && ((uintptr_t)1 << MM_MEDIUM_PAGE_SHIFT) / MM_ALIGNMENT < ((uintptr_t)1 << (64 - MM_XTHREAD_COUNT_SHIFT)),
+               "page->xthread_free's top bits count every block a page can hold");
 
 #define MM_SEGMENT_CACHE_MAX 1024
 static mm_fifo_cell_t mm_segment_cache_cells[MM_SEGMENT_CACHE_MAX];
