@@ -171,8 +171,10 @@ static inline void *mm_malloc_inline(size_t size) {
                                             : heap->direct_class[mm_size_class_of(size) - MM_DIRECT_CLASS_FIRST];
     mm_block_t *block = page->free;
     if (mm_likely(block != NULL)) {
-      page->free = block->next;
+      mm_block_t *next = block->next;
+      page->free = next;
       page->used++;
+      __builtin_prefetch(next, 1); /* the next malloc's block: a remote free may have left it in another core */
       return block;
     }
   }
