@@ -174,7 +174,8 @@ static inline uint32_t mm_heap_borrow_bit(unsigned size_class) {
   return i < MM_DIRECT_CLASS_COUNT ? (uint32_t)1 << i : 0;
 }
 
-static inline mm_block_t *mm_xthread_list(uintptr_t x) { return (mm_block_t *)(x & ~MM_DELAYED_MASK); }
+static inline mm_block_t *mm_xthread_list(uintptr_t x) { return (mm_block_t *)(x & MM_XTHREAD_LIST_MASK); }
+static inline uint32_t mm_xthread_count(uintptr_t x) { return (uint32_t)(x >> MM_XTHREAD_COUNT_SHIFT); }
 static inline mm_delayed_t mm_xthread_tag(uintptr_t x) { return (mm_delayed_t)(x & MM_DELAYED_MASK); }
 
 /* ---- the fast paths ---- */
@@ -185,8 +186,10 @@ static inline void *mm_malloc_inline(size_t size) {
                                             : heap->direct_class[mm_size_class_of(size) - MM_DIRECT_CLASS_FIRST];
     mm_block_t *block = page->free;
     if (mm_likely(block != NULL)) {
-      page->free = block->next;
+      mm_block_t *next = block->next;
+      page->free = next;
       page->used++;
+      __builtin_prefetch(next, 1); /* the next malloc's block: a remote free may have left it in another core */
       return block;
     }
   }

@@ -6,6 +6,8 @@
  * spans (span.c).  A heap lists the segments that still have free slots; a
  * segment whose last page is freed goes to the central segment cache (a
  * seq_fifo, lock-free), or back to the OS when the cache is full. */
+#include <errno.h>
+
 #include "internal.h"
 #include "seq_fifo.h"
 
@@ -18,6 +20,8 @@ _Static_assert(sizeof(mm_segment_t) <= MM_SPAN_OFFSET &&
                "the span units' descriptors lie between the header and the checked bitmap");
 _Static_assert(((size_t)1 << MM_SMALL_PAGE_SHIFT) / MM_ALIGNMENT <= UINT16_MAX, "mm_page_t.capacity is 16 bits");
 _Static_assert(sizeof(mm_page_t) == 64, "a page descriptor is one cache line");
+_Static_assert(sizeof(uintptr_t) == 8 && ((uintptr_t)1 << MM_MEDIUM_PAGE_SHIFT) / MM_ALIGNMENT < ((uintptr_t)1 << (64 - MM_XTHREAD_COUNT_SHIFT)),
+               "page->xthread_free's top bits count every block a page can hold");
 
 #define MM_SEGMENT_CACHE_MAX 1024
 static mm_fifo_cell_t mm_segment_cache_cells[MM_SEGMENT_CACHE_MAX];
@@ -68,6 +72,17 @@ static void mm_segment_setup(mm_segment_t *seg, mm_heap_t *heap, unsigned kind) 
   }
 }
 
+/* A fresh segment from the OS.  Its blocks' addresses must leave the top
+ * bits of page->xthread_free to the count (types.h); Linux maps there only
+ * when asked to. */
+static mm_segment_t *mm_segment_map(void) {
+  mm_segment_t *seg = mm_os_alloc_aligned(MM_SEGMENT_SIZE, MM_SEGMENT_SIZE, 0);
+  if (seg == NULL || ((uintptr_t)seg + MM_SEGMENT_SIZE - 1) >> MM_XTHREAD_COUNT_SHIFT == 0) return seg;
+  mm_os_free(seg, MM_SEGMENT_SIZE);
+  errno = ENOMEM;
+  return NULL;
+}
+
 mm_segment_t *mm_segment_alloc(mm_heap_t *heap, unsigned kind) {
   uintptr_t cached;
   mm_segment_t *seg;
@@ -80,7 +95,7 @@ mm_segment_t *mm_segment_alloc(mm_heap_t *heap, unsigned kind) {
     if (mm_options.checked && !mm_options.purge)
       memset((uint8_t *)seg + MM_SEGMENT_CHECK_OFFSET, 0, MM_SEGMENT_SIZE / MM_ALIGNMENT / 8);
   } else {
-    seg = mm_os_alloc_aligned(MM_SEGMENT_SIZE, MM_SEGMENT_SIZE, 0);
+    seg = mm_segment_map();
     if (seg == NULL) return NULL;
     mm_stats_segments(1);
     mm_checked_on_map(seg);

@@ -63,15 +63,21 @@ struct mm_block_s {
   mm_block_t *next;
 };
 
-/* State of a page kept in the two low bits of page->xthread_free (blocks
- * are 16-aligned).  It tells a freeing thread whether the owner must be told
- * about a free on a page it parked in its full queue. */
+/* page->xthread_free packs three things in one word, changed by one CAS:
+ * the list of blocks freed by other threads, their number in the top
+ * MM_XTHREAD_COUNT_BITS bits (addresses of segments stay below 2^48), and
+ * the state below in the two low bits (blocks are 16-aligned).  The state
+ * tells a freeing thread whether the owner must be told about a free on a
+ * page it parked in its full queue. */
 typedef enum mm_delayed_e {
   MM_DELAYED_NONE = 0,   /* page is in a class queue: remote frees just push */
   MM_DELAYED_NOTIFY = 1, /* page is full: the next remote free notifies the heap */
   MM_DELAYED_BUSY = 2,   /* a remote thread is notifying: the page must stay put */
 } mm_delayed_t;
 #define MM_DELAYED_MASK ((uintptr_t)3)
+#define MM_XTHREAD_COUNT_SHIFT 48
+#define MM_XTHREAD_COUNT_ONE   ((uintptr_t)1 << MM_XTHREAD_COUNT_SHIFT)
+#define MM_XTHREAD_LIST_MASK   ((MM_XTHREAD_COUNT_ONE - 1) & ~MM_DELAYED_MASK)
 
 /* A page: blocks of one size class carved from part of a segment. */
 struct mm_page_s {
@@ -87,7 +93,7 @@ struct mm_page_s {
     };
     uint32_t flags;        /* any: free takes the slow path */
   };
-  uintptr_t xthread_free; /* atomic: blocks freed by other threads | mm_delayed_t tag */
+  uintptr_t xthread_free; /* atomic: count << 48 | blocks freed by other threads | mm_delayed_t tag */
   uint32_t block_size;    /* bytes per block (0: slot is not in use) */
   uint32_t stride;        /* distance between blocks: block_size, padded from MM_COLOR_MIN */
   uint8_t *start;         /* first block */
