@@ -11,25 +11,31 @@ extern __device__ xmc_heap xmc_g_heap;
 // sits in constant memory, cached on each SM and broadcast to the warp.
 extern __constant__ xmc_heap xmc_c_heap;
 
+// Index of the 64-byte unit holding `p` in the region based at `base`.
+__device__ __forceinline__ uint32_t xmc_unit_in(const char *base, const char *p) {
+  return (uint32_t)((size_t)(p - base) >> xmc_unit_shift);
+}
+
 // A chunk or Superblock start (unit aligned) as region:4 | unit index:28, the
 // paper's 32-bit offset payload widened by a region number for xmcGrow.
 __device__ __forceinline__ uint32_t xmc_ref(const char *start, uint32_t region) {
-  return region << xmc_region_unit_bits |
-         (uint32_t)((start - xmc_c_heap.regions[region].base) >> xmc_unit_shift);
+  return region << xmc_region_unit_bits | xmc_unit_in(xmc_c_heap.regions[region].base, start);
 }
 __device__ __forceinline__ char *xmc_deref(uint32_t ref) {
   return xmc_c_heap.regions[ref >> xmc_region_unit_bits].base +
          ((size_t)(ref & ((1u << xmc_region_unit_bits) - 1)) << xmc_unit_shift);
 }
 
-// Region holding `p` (a pointer into the heap).
-__device__ __forceinline__ uint32_t xmc_region_of(const char *p) {
-  uint32_t i = 0;
-  while (i + 1 < xmc_c_heap.num_regions &&
-         (size_t)(p - xmc_c_heap.regions[i].base) >= ((size_t)xmc_c_heap.regions[i].units << xmc_unit_shift))
-    ++i;
-  return i;
+// The region whose blocks hold `p`, or -1: not a pointer into this heap.
+__device__ __forceinline__ int xmc_region_holding(const char *p) {
+  const xmc_heap &h = xmc_c_heap;
+  for (uint32_t i = 0; i < h.num_regions; ++i)
+    if ((size_t)(p - h.regions[i].base) < ((size_t)h.regions[i].units << xmc_unit_shift)) return (int)i;
+  return -1;
 }
+
+// Region holding `p`, a pointer into the heap.
+__device__ __forceinline__ uint32_t xmc_region_of(const char *p) { return (uint32_t)xmc_region_holding(p); }
 
 // ---- setup (host.cu) -------------------------------------------------------
 

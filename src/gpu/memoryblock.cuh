@@ -21,7 +21,7 @@ __device__ __forceinline__ xmc_mb *xmc_mb_at(xmc_region *r, uint32_t unit) {
   return (xmc_mb *)(r->base + ((size_t)unit << xmc_unit_shift));
 }
 __device__ __forceinline__ uint32_t xmc_mb_unit(xmc_region *r, const xmc_mb *mb) {
-  return (uint32_t)(((const char *)mb - r->base) >> xmc_unit_shift);
+  return xmc_unit_in(r->base, (const char *)mb);
 }
 
 __device__ inline void xmc_mb_lock(xmc_region *r) {

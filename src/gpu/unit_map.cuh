@@ -14,18 +14,6 @@
 
 using xmc_atomic8 = cuda::atomic_ref<uint8_t, cuda::thread_scope_device>;
 
-// The region whose blocks hold `p`, or -1: not a pointer into this heap.
-__device__ __forceinline__ int xmc_region_holding(const char *p) {
-  const xmc_heap &h = xmc_c_heap;
-  for (uint32_t i = 0; i < h.num_regions; ++i)
-    if ((size_t)(p - h.regions[i].base) < ((size_t)h.regions[i].units << xmc_unit_shift)) return (int)i;
-  return -1;
-}
-
-__device__ __forceinline__ uint32_t xmc_unit_in(const char *base, const char *p) {
-  return (uint32_t)((size_t)(p - base) >> xmc_unit_shift);
-}
-
 // The chunk the map names for `p` in region `region`, or nullptr.
 __device__ __forceinline__ char *xmc_map_chunk(uint32_t region, const char *p) {
   char *base = xmc_c_heap.regions[region].base;

@@ -81,9 +81,10 @@ __device__ __forceinline__ uint32_t xmc_warp_or(unsigned mask, uint32_t v) {
 // together what they took together hold consecutive indices in lane order:
 // then one shuffle and one ballot tell, else one shuffle per lane.
 __device__ __forceinline__ uint32_t xmc_warp_bits(unsigned mask, unsigned index) {
-  if (mask == 0xffffffffu) return __reduce_or_sync(mask, 1u << index);
-  const unsigned first = __shfl_sync(mask, index, __ffs(mask) - 1), n = __popc(mask);
-  if (xmc_warp_ballot(mask, index == first + xmc_warp_rank(mask)) == mask) return ((1u << n) - 1) << first;
+  if (mask != 0xffffffffu) {  // a whole warp takes xmc_warp_or's one reduction
+    const unsigned first = __shfl_sync(mask, index, __ffs(mask) - 1), n = __popc(mask);
+    if (xmc_warp_ballot(mask, index == first + xmc_warp_rank(mask)) == mask) return ((1u << n) - 1) << first;
+  }
   return xmc_warp_or(mask, 1u << index);
 }
 
