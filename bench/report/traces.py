@@ -21,9 +21,9 @@ def find(repo):
 def run(build_dir, alloc, threads, reps, trace_files, repo):
     """One mmdriver invocation over the whole set; returns one dict per trace,
     or a single failure record."""
-    # --rss: every allocator's footprint is measured the same way (resident anonymous memory),
+    # mmdriver measures every allocator's footprint the same way (resident anonymous memory),
     # so utilization compares like with like.
-    argv = [os.path.join(build_dir, "mmdriver"), "-t", str(threads), "-r", str(reps), "-f", "csv", "--rss"] + trace_files
+    argv = [os.path.join(build_dir, "mmdriver"), "-t", str(threads), "-r", str(reps), "-f", "csv"] + trace_files
     status, out, err, wall, rss = runner.run(argv, alloc.path)
     m = re.search(r"mmdriver: allocator (\S+), footprint by ([^,]+),", err)
     allocators.check_label(alloc, m.group(1) if m else None, f"mmdriver -t {threads}")

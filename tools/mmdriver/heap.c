@@ -10,39 +10,20 @@
 #include <sys/resource.h>
 #include <unistd.h>
 
-/* Same layout as mm_stats_t in include/manymalloc/manymalloc.h; the driver
- * does not include it so that it builds and runs without manymalloc. */
-typedef struct heap_mm_stats_s {
-  size_t bytes_in_use, bytes_in_use_peak, bytes_mapped, bytes_mapped_peak, segments, large_blocks;
-} heap_mm_stats_t;
-
 static struct {
   const char *allocator;
-  void (*mm_stats_get)(heap_mm_stats_t *);
   long faults;   /* page faults at the last heap_footprint_moved */
 } heap;
 
-static const void *heap_object_of(const void *sym) {
-  Dl_info info;
-  return (sym != NULL && dladdr(sym, &info) != 0) ? info.dli_fbase : NULL;
-}
-
-void heap_probe(int force_rss) {
+void heap_probe(void) {
   void *malloc_sym = dlsym(RTLD_DEFAULT, "malloc");
   Dl_info info;
   heap.allocator = (malloc_sym && dladdr(malloc_sym, &info) && info.dli_fname) ? info.dli_fname : "unknown";
-  /* Trust manymalloc's counters only when manymalloc also serves malloc:
-   * under a preloaded allocator they would count nothing. */
-  void *stats = dlsym(RTLD_DEFAULT, "mm_stats_get");
-  if (!force_rss && stats != NULL && heap_object_of(stats) == heap_object_of(malloc_sym))
-    heap.mm_stats_get = (void (*)(heap_mm_stats_t *))stats;
 }
 
 const char *heap_allocator(void) { return heap.allocator; }
 
-const char *heap_footprint_method(void) {
-  return heap.mm_stats_get ? "mm_stats bytes_mapped" : "anonymous RSS";
-}
+const char *heap_footprint_method(void) { return "anonymous RSS"; }
 
 /* Resident anonymous bytes, exact: /proc/self/smaps_rollup walks the page
  * tables. statm and status read the kernel's RSS counters, kept per CPU and
@@ -72,28 +53,17 @@ static long heap_faults(void) {
 }
 
 bool heap_footprint_moved(void) {
-  if (heap.mm_stats_get != NULL) return true;
   long faults = heap_faults();
   if (faults == heap.faults) return false;
   heap.faults = faults;
   return true;
 }
 
-size_t heap_footprint(void) {
-  if (heap.mm_stats_get == NULL) return heap_rss();
-  heap_mm_stats_t s;
-  heap.mm_stats_get(&s);
-  return s.bytes_mapped;
-}
+size_t heap_footprint(void) { return heap_rss(); }
 
 size_t heap_footprint_base(void) {
-  if (heap.mm_stats_get == NULL) {
-    heap.faults = heap_faults();
-    return heap_rss();
-  }
-  heap_mm_stats_t s;
-  heap.mm_stats_get(&s);
-  return s.bytes_in_use;
+  heap.faults = heap_faults();
+  return heap_rss();
 }
 
 void heap_release(void) {

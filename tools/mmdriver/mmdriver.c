@@ -22,7 +22,6 @@ typedef struct options_s {
   unsigned reps;
   int      verbose;
   int      csv;
-  int      rss;      /* footprint by resident set even on manymalloc */
 } options_t;
 
 typedef struct result_s {
@@ -56,17 +55,16 @@ static const char usage[] =
     "  -r REPS   timed replays per trace; 0 validates only (default 5)\n"
     "  -v        per-trace details on stderr\n"
     "  -f FMT    text (default) or csv\n"
-    "  --rss     footprint by resident anonymous memory even on manymalloc, to\n"
-    "            compare utilization across allocators on one measure\n"
+    "  --rss     accepted for older command lines: the footprint is always\n"
+    "            the resident anonymous memory\n"
     "  -h        this help\n"
     "\n"
     "util = peak live requested bytes / peak footprint charged to the trace in\n"
-    "the validated replay. With manymalloc serving malloc the footprint is its\n"
-    "mm_stats bytes_mapped less the bytes in use before the trace; otherwise it\n"
-    "is the growth of the resident anonymous memory (Anonymous in\n"
-    "/proc/self/smaps_rollup, exact) over its value before the trace, read\n"
-    "after every request during which the process took a page fault (the only\n"
-    "way it grows), so the peak is exact at request boundaries. The baseline\n"
+    "the validated replay, for every allocator alike: the growth of the\n"
+    "resident anonymous memory (Anonymous in /proc/self/smaps_rollup, exact)\n"
+    "over its value before the trace, read after every request during which\n"
+    "the process took a page fault (the only way it grows), so the peak is\n"
+    "exact at request boundaries. The baseline\n"
     "is taken after asking the allocator to return cached memory (mm_collect,\n"
     "malloc_trim, jemalloc purge, mi_collect, tcmalloc ReleaseFreeMemory). The\n"
     "driver's own tables are mapped and faulted in before the baseline. Only\n"
@@ -105,7 +103,7 @@ static void options_parse(options_t *o, int argc, char **argv) {
     case 't': o->threads = options_uint(optarg, "thread count"); break;
     case 'r': o->reps = options_uint(optarg, "repetition count"); break;
     case 'v': o->verbose = 1; break;
-    case 'R': o->rss = 1; break;
+    case 'R': break; /* the only footprint measure now */
     case 'f':
       if (strcmp(optarg, "csv") != 0 && strcmp(optarg, "text") != 0) {
         fprintf(stderr, "mmdriver: unknown format `%s`\n%s", optarg, usage);
@@ -221,7 +219,7 @@ static void report_row(const char *path, const result_t *r, const options_t *o) 
 int main(int argc, char **argv) {
   options_t o;
   options_parse(&o, argc, argv);
-  heap_probe(o.rss);
+  heap_probe();
   report_header(&o);
   int passed = 0, failed = 0;
   for (int i = optind; i < argc; i++) {
