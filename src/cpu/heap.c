@@ -274,6 +274,28 @@ void mm_heap_grown(mm_heap_t *heap, size_t units) {
   heap->grown = 0;
 }
 
+/* ---------------------------------------------------------------------------
+ * Giving memory back after a delay
+ * ------------------------------------------------------------------------- */
+
+/* Some memory (a retired segment, the empty span segment's tail) goes back
+ * to the OS at `at` (ms) if it is still unused then. */
+void mm_heap_purge_schedule(mm_heap_t *heap, uint64_t at) {
+  if (heap->purge_due == 0 || at < heap->purge_due) heap->purge_due = at;
+}
+
+/* Gives back what is due.  Called from the slow paths while something is
+ * scheduled; a thread that stops allocating keeps it until it allocates
+ * again, exits or calls mm_collect. */
+void mm_heap_purge_expired(mm_heap_t *heap) {
+  if (heap->purge_due == 0) return;
+  uint64_t now = mm_os_clock_ms();
+  if (now < heap->purge_due) return;
+  heap->purge_due = 0;
+  mm_segment_purge_expired(heap, now);
+  mm_span_purge_expired(heap, now);
+}
+
 /* Frees the blocks that remote threads handed over for full pages and for
  * spans. */
 void mm_heap_delayed_drain(mm_heap_t *heap) {
@@ -302,7 +324,7 @@ void mm_heap_delayed_drain(mm_heap_t *heap) {
  * ------------------------------------------------------------------------- */
 
 /* Merges all pending frees and returns every empty page to its segment
- * (and empty segments, the spare too, to the cache), except the one page
+ * (and empty segments, retired ones too, to the cache), except the one page
  * per class that mm_page_retire keeps, which goes too with release_all.
  * The kept empty span segment goes in any case: an orphaned heap must not
  * hold one. */
@@ -325,7 +347,8 @@ void mm_heap_collect(mm_heap_t *heap, bool release_all) {
     }
   }
   mm_span_collect(heap);
-  mm_segment_spare_release(heap);
+  mm_segment_retired_release(heap);
+  heap->purge_due = 0;
   mm_stats_count_heap(heap);
 }
 

@@ -22,7 +22,8 @@
 typedef struct mm_options_s {
   bool verbose;          /* MANYMALLOC_VERBOSE: print statistics at exit */
   bool checked;          /* MANYMALLOC_CHECKED: validate every free */
-  bool purge;            /* MANYMALLOC_PURGE: give cached segments' pages back (madvise) */
+  bool purge;            /* MANYMALLOC_PURGE: give unused memory back to the OS (madvise) */
+  size_t purge_delay;    /* MANYMALLOC_PURGE_DELAY: ms an emptied segment stays as it is before that */
   size_t segment_cache;  /* MANYMALLOC_SEGMENT_CACHE: empty segments kept mapped */
   size_t orphan_cache;   /* capacity of the orphaned-heap queue */
 } mm_options_t;
@@ -36,6 +37,7 @@ void *mm_os_reserve(size_t size);
 void  mm_os_free(void *p, size_t size);
 void  mm_os_purge(void *p, size_t size);
 bool  mm_os_resize(void *p, size_t old_size, size_t new_size);
+uint64_t mm_os_clock_ms(void);
 void *mm_os_move_aligned(void *p, size_t old_size, size_t new_size, size_t alignment);
 
 /* ---- init.c ---- */
@@ -52,6 +54,8 @@ void mm_heap_collect(mm_heap_t *heap, bool release_all);
 void mm_heap_delayed_drain(mm_heap_t *heap);
 void mm_heap_delayed_push(mm_heap_t *heap, mm_block_t *block);
 void mm_heap_grown(mm_heap_t *heap, size_t units);
+void mm_heap_purge_schedule(mm_heap_t *heap, uint64_t at);
+void mm_heap_purge_expired(mm_heap_t *heap);
 mm_page_t *mm_heap_find_page(mm_heap_t *heap, unsigned size_class);
 void mm_heap_queue_remove(mm_heap_t *heap, mm_page_t *page);
 void mm_heap_queue_push_front(mm_heap_t *heap, mm_page_t *page);
@@ -78,7 +82,8 @@ mm_page_t *mm_segment_page_alloc(mm_heap_t *heap, unsigned size_class);
 void mm_segment_page_free(mm_heap_t *heap, mm_page_t *page);
 void mm_segment_cache_init(void);
 void mm_segment_cache_purge(void);
-void mm_segment_spare_release(mm_heap_t *heap);
+void mm_segment_purge_expired(mm_heap_t *heap, uint64_t now);
+void mm_segment_retired_release(mm_heap_t *heap);
 uint8_t *mm_segment_page_area(const mm_segment_t *seg, size_t index, size_t *size);
 
 /* ---- span.c ---- */
@@ -90,6 +95,7 @@ bool mm_span_resize(mm_segment_t *seg, void *p, size_t size);
 size_t mm_span_usable_size(mm_segment_t *seg, const void *p);
 void mm_span_collect(mm_heap_t *heap);
 void mm_span_purge(mm_heap_t *heap, size_t units);
+void mm_span_purge_expired(mm_heap_t *heap, uint64_t now);
 
 /* ---- large.c ---- */
 void *mm_large_alloc(size_t size, size_t alignment, bool zero);

@@ -1,4 +1,4 @@
-/* manymalloc cpu: memory from the OS.
+/* manymalloc cpu: memory (and the time) from the OS.
  *
  * The only file that calls mmap, munmap, madvise and mremap.  Every failure
  * is reported as NULL/false with errno = ENOMEM, and leaves nothing mapped,
@@ -6,6 +6,7 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <sys/mman.h>
+#include <time.h>
 
 #include "internal.h"
 
@@ -89,6 +90,13 @@ void mm_os_free(void *p, size_t size) {
 /* The pages read as zero afterwards and no longer count in the RSS. */
 void mm_os_purge(void *p, size_t size) {
   madvise(p, size, MADV_DONTNEED);
+}
+
+/* Milliseconds of the monotonic clock (a vDSO call, no system call). */
+uint64_t mm_os_clock_ms(void) {
+  struct timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return (uint64_t)t.tv_sec * 1000 + (uint64_t)t.tv_nsec / 1000000;
 }
 
 /* Grows or shrinks the mapping at p in place; false if it cannot. */

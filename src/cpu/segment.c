@@ -4,8 +4,10 @@
  * MM_SEGMENT_HEADER_SIZE bytes hold the header (and the checked-mode bitmap);
  * the rest is cut into page slots of one size per segment kind, or into
  * spans (span.c).  A heap lists the segments that still have free slots; a
- * segment whose last page is freed goes to the central segment cache (a
- * seq_fifo, lock-free), or back to the OS when the cache is full. */
+ * segment whose last page is freed is retired: it stays with its heap as it
+ * is, the first the heap reuses, and goes to the central segment cache (a
+ * seq_fifo, lock-free; purged) or back to the OS once it has stayed unused
+ * for MANYMALLOC_PURGE_DELAY ms. */
 #include <errno.h>
 
 #include "internal.h"
@@ -57,9 +59,20 @@ uint8_t *mm_segment_page_area(const mm_segment_t *seg, size_t index, size_t *siz
  * Segment life cycle
  * ------------------------------------------------------------------------- */
 
-static void mm_segment_setup(mm_segment_t *seg, mm_heap_t *heap, unsigned kind) {
+/* Sets a segment up for `kind`.  A `resident` segment (retired, never
+ * purged) of the same kind keeps its record of what it touched, so that
+ * carving memory it holds already does not count as growth (mm_heap_grown)
+ * and make the heap give other memory back. */
+static void mm_segment_setup(mm_segment_t *seg, mm_heap_t *heap, unsigned kind, bool resident) {
   uint32_t shift = mm_segment_page_shift[kind];
+  uint32_t page_touched[MM_MAX_PAGES], span_touched = seg->span_touched;
+  bool keep_touched = resident && seg->kind == kind;
+  if (keep_touched) memcpy(page_touched, seg->page_touched, sizeof page_touched);
   memset(seg, 0, sizeof(*seg));
+  if (keep_touched) {
+    memcpy(seg->page_touched, page_touched, sizeof page_touched);
+    seg->span_touched = span_touched;
+  }
   seg->heap = heap;
   seg->kind = kind;
   seg->page_shift = shift;
@@ -83,24 +96,34 @@ static mm_segment_t *mm_segment_map(void) {
   return NULL;
 }
 
+/* Takes the newest retired segment off the heap's list. */
+static mm_segment_t *mm_segment_unretire(mm_heap_t *heap) {
+  mm_segment_t *seg = heap->retired;
+  heap->retired = seg->next;
+  heap->retired_count--;
+  return seg;
+}
+
 mm_segment_t *mm_segment_alloc(mm_heap_t *heap, unsigned kind) {
   uintptr_t cached;
   mm_segment_t *seg;
-  if (heap->spare != NULL) {
-    seg = heap->spare;
-    heap->spare = NULL;
+  bool resident = true;
+  if (heap->retired != NULL) {
+    seg = mm_segment_unretire(heap);
     if (mm_options.checked) memset((uint8_t *)seg + MM_SEGMENT_CHECK_OFFSET, 0, MM_SEGMENT_SIZE / MM_ALIGNMENT / 8);
   } else if (mm_seq_fifo_pop(&mm_segment_cache, &cached)) {
     seg = (mm_segment_t *)cached;
-    if (mm_options.checked && !mm_options.purge)
+    resident = !mm_options.purge;
+    if (mm_options.checked && resident)
       memset((uint8_t *)seg + MM_SEGMENT_CHECK_OFFSET, 0, MM_SEGMENT_SIZE / MM_ALIGNMENT / 8);
   } else {
     seg = mm_segment_map();
     if (seg == NULL) return NULL;
     mm_stats_segments(1);
     mm_checked_on_map(seg);
+    resident = false;
   }
-  mm_segment_setup(seg, heap, kind);
+  mm_segment_setup(seg, heap, kind, resident);
   mm_stats_update_peak();
   return seg;
 }
@@ -117,22 +140,56 @@ static void mm_segment_release(mm_segment_t *seg) {
   mm_os_free(seg, MM_SEGMENT_SIZE);
 }
 
-/* The segment has no page in use.  The heap keeps the last one that
- * emptied as it is, and the next segment it needs is that one: a program
- * whose pages come and go at a segment boundary otherwise purged a segment
- * and faulted its pages in again every time (W2, 3-12 KB blocks, did 130
- * madvise calls of 4 MiB per thread and 2.5x tcmalloc's page faults).  The
- * spare goes when another segment empties, or with the heap's collection. */
-void mm_segment_free(mm_heap_t *heap, mm_segment_t *seg) {
-  seg->heap = NULL;
-  if (heap->spare != NULL) mm_segment_release(heap->spare);
-  heap->spare = seg;
+/* Releases every retired segment after `keep` (the newest first). */
+static void mm_segment_release_after(mm_heap_t *heap, mm_segment_t **keep) {
+  mm_segment_t *seg = *keep;
+  *keep = NULL;
+  while (seg != NULL) {
+    mm_segment_t *next = seg->next;
+    heap->retired_count--;
+    mm_segment_release(seg);
+    seg = next;
+  }
 }
 
-void mm_segment_spare_release(mm_heap_t *heap) {
-  if (heap->spare == NULL) return;
-  mm_segment_release(heap->spare);
-  heap->spare = NULL;
+/* The segment has no page in use: the heap retires it, as it is, and the
+ * next segment it needs is the newest retired one.  A program whose pages
+ * come and go at a segment boundary otherwise purged a segment and faulted
+ * its pages in again every time (W2, 3-12 KB blocks, did 130 madvise calls
+ * of 4 MiB per thread and 2.5x tcmalloc's page faults), and one that frees
+ * everything and starts over (a trace replayed again) purged and refaulted
+ * all of it.  The newest retired segment stays until another one empties;
+ * the others go once they have stayed unused for the delay
+ * (mm_segment_purge_expired), or beyond MM_RETIRED_MAX at once, or all with
+ * the heap's collection. */
+#define MM_RETIRED_MAX 8
+void mm_segment_free(mm_heap_t *heap, mm_segment_t *seg) {
+  seg->heap = NULL;
+  seg->purge_at = mm_os_clock_ms() + mm_options.purge_delay;
+  seg->next = heap->retired;
+  heap->retired = seg;
+  if (++heap->retired_count > MM_RETIRED_MAX) {
+    mm_segment_t **last = &heap->retired;
+    for (uint32_t i = 1; i < MM_RETIRED_MAX; i++) last = &(*last)->next;
+    mm_segment_release_after(heap, &(*last)->next);
+  }
+  if (seg->next != NULL) mm_heap_purge_schedule(heap, seg->next->purge_at);
+  mm_heap_purge_expired(heap);
+}
+
+/* Releases the retired segments, but the newest, whose delay is over. */
+void mm_segment_purge_expired(mm_heap_t *heap, uint64_t now) {
+  if (heap->retired == NULL) return;
+  mm_segment_t **link = &heap->retired->next;
+  while (*link != NULL && (*link)->purge_at > now) link = &(*link)->next;
+  mm_segment_release_after(heap, link); /* older ones retired earlier: expired too */
+  mm_segment_t *oldest = heap->retired->next;
+  while (oldest != NULL && oldest->next != NULL) oldest = oldest->next;
+  if (oldest != NULL) mm_heap_purge_schedule(heap, oldest->purge_at);
+}
+
+void mm_segment_retired_release(mm_heap_t *heap) {
+  mm_segment_release_after(heap, &heap->retired);
 }
 
 /* Returns every cached segment to the OS. */

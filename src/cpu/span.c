@@ -186,7 +186,8 @@ static bool mm_span_segment_new(mm_heap_t *heap) {
   mm_segment_t *seg = mm_segment_alloc(heap, MM_SEGMENT_SPAN);
   if (seg == NULL) return false;
   heap->span_segments++;
-  mm_span_make_free(heap, mm_span_units(seg), MM_SPAN_UNITS, 0);
+  /* as resident as the segment's record says: a retired one may still be */
+  mm_span_make_free(heap, mm_span_units(seg), MM_SPAN_UNITS, MM_SPAN_UNITS);
   return true;
 }
 
@@ -197,16 +198,33 @@ static void mm_span_segment_free(mm_heap_t *heap, mm_segment_t *seg) {
 }
 
 /* The segment has no run in use any more.  The heap keeps one such segment,
- * with its first MM_KEEP_BYTES resident, so that a malloc/free loop makes no
- * system call; any other goes back to the segment cache. */
+ * as it is, and gives back all but its first MM_KEEP_BYTES if it stays
+ * unused for the delay (mm_span_purge_expired), so that a malloc/free loop
+ * makes no system call, nor one that frees everything and starts over; any
+ * other segment is retired. */
 static void mm_span_segment_empty(mm_heap_t *heap, mm_segment_t *seg) {
   if (heap->span_empty != NULL) {
     mm_span_segment_free(heap, seg);
     return;
   }
   heap->span_empty = seg;
+  if (!mm_options.purge) return;
+  seg->purge_at = mm_os_clock_ms() + mm_options.purge_delay;
+  mm_heap_purge_schedule(heap, seg->purge_at);
+  mm_heap_purge_expired(heap);
+}
+
+/* The kept empty segment, unused for the delay, gives back all but its
+ * first MM_KEEP_BYTES. */
+void mm_span_purge_expired(mm_heap_t *heap, uint64_t now) {
+  mm_segment_t *seg = heap->span_empty;
+  if (seg == NULL || !mm_options.purge) return;
+  if (seg->purge_at > now) {
+    mm_heap_purge_schedule(heap, seg->purge_at);
+    return;
+  }
   size_t keep = MM_KEEP_BYTES >> MM_SPAN_SHIFT;
-  if (mm_options.purge && seg->span_touched > keep) {
+  if (seg->span_touched > keep) {
     mm_os_purge(mm_span_area(seg) + (keep << MM_SPAN_SHIFT), (seg->span_touched - keep) << MM_SPAN_SHIFT);
     seg->span_touched = (uint32_t)keep;
     mm_span_t *run = mm_span_units(seg);

@@ -145,6 +145,8 @@ struct mm_segment_s {
   bool in_queue;          /* listed in heap->segments[kind] */
   mm_page_t pages[MM_MAX_PAGES]; /* large blocks: only pages[0] exists, never written */
   uint32_t page_touched[MM_MAX_PAGES]; /* bytes of each slot ever carved since set up (page.c) */
+  uint64_t purge_at;      /* retired, or a heap's empty span segment: when (ms, mm_os_clock_ms)
+                             its memory may go back to the OS if still unused (segment.c) */
 };
 
 /* A doubly linked list of pages; `first` is where malloc takes blocks. */
@@ -177,7 +179,9 @@ struct mm_heap_s {
   uintptr_t span_segments;                     /* span segments owned */
   uintptr_t span_resident;                     /* units of free runs that may be resident */
   uintptr_t grown;                             /* 4 KiB units taken afresh since memory was last given back */
-  mm_segment_t *spare;                         /* the last segment that emptied, not yet purged (segment.c) */
+  mm_segment_t *retired;                       /* segments that emptied, newest first, not purged yet (segment.c) */
+  uint32_t retired_count;
+  uint64_t purge_due;                          /* ms: when some retired memory is next due to go back; 0: none */
   mm_heap_stats_t stats;
   mm_heap_t *all_next;                         /* link in the list of all heaps (never removed) */
 };

@@ -1,0 +1,60 @@
+// Giving freed memory back to the OS: an emptied segment stays resident for
+// MANYMALLOC_PURGE_DELAY ms (so a program that frees everything and starts
+// over does not fault it all in again), then goes back at the next slow
+// path; mm_collect gives everything back at once. Each case runs
+// purge_child under one setting and reads the resident KiB of 24 MiB of
+// freed blocks: after the frees, after 200 ms and a malloc, after mm_collect.
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <string>
+
+#include "subprocess.h"
+
+using namespace mmtest;
+
+namespace {
+
+struct Resident {
+  size_t after_free = 0, after_delay = 0, after_collect = 0;
+};
+
+Resident run_child(const std::vector<std::string> &env) {
+  const ProgramResult r = run_program({MM_PURGE_CHILD}, env);
+  Resident kib;
+  EXPECT_TRUE(WIFEXITED(r.status) && WEXITSTATUS(r.status) == 0) << status_string(r.status) << "\n" << r.err;
+  EXPECT_EQ(sscanf(r.out.c_str(), "%zu %zu %zu", &kib.after_free, &kib.after_delay, &kib.after_collect), 3)
+      << r.out;
+  return kib;
+}
+
+constexpr size_t kFreedKib = 24 * 1024;
+// What a heap keeps however long it waits: its newest emptied segment (under
+// 4 MiB of blocks) and the first MiB of its empty span segment.
+constexpr size_t kKeptKib = 5 * 1024;
+
+TEST(Purge, LongDelayKeepsFreedMemoryUntilCollect) {
+  const Resident kib = run_child({"MANYMALLOC_PURGE_DELAY=3600000"});
+  EXPECT_GE(kib.after_free, kFreedKib - 64);
+  EXPECT_GE(kib.after_delay, kFreedKib - 64) << "given back before its delay";
+  EXPECT_LE(kib.after_collect, 64u);
+}
+
+TEST(Purge, DefaultDelayGivesFreedMemoryBackAfterIt) {
+  const Resident kib = run_child({});
+  EXPECT_LE(kib.after_delay, kKeptKib);
+  EXPECT_LE(kib.after_collect, 64u);
+}
+
+TEST(Purge, ZeroDelayGivesFreedMemoryBackAtOnce) {
+  const Resident kib = run_child({"MANYMALLOC_PURGE_DELAY=0"});
+  EXPECT_LE(kib.after_free, kKeptKib);
+  EXPECT_LE(kib.after_collect, 64u);
+}
+
+TEST(Purge, PurgeOffKeepsFreedMemory) {
+  const Resident kib = run_child({"MANYMALLOC_PURGE=0", "MANYMALLOC_PURGE_DELAY=0"});
+  EXPECT_GE(kib.after_delay, kFreedKib - 64);
+}
+
+}  // namespace
