@@ -130,7 +130,7 @@ static __device__ __noinline__ bool xmc_reclaim(unsigned group) {
   __syncwarp(group);  // chunks are back in their Superblocks before those are sorted
   if (h.superblocks) {
     xmc_for_share(i, xmc_classes * h.num_sb_cursors, rank, n)
-      xmc_sb_cursor_retire(&h.sb_cursor[i], i / h.num_sb_cursors);
+      xmc_sb_cursor_retire(i, i / h.num_sb_cursors);
     __syncwarp(group);
     xmc_reclaim_superblocks(rank, n);
     __syncwarp(group);
