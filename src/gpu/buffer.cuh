@@ -193,7 +193,8 @@ __device__ inline void xmc_buffer_put(char *chunk, int cls, uint32_t region) {
     const unsigned salt = xmc_warp_salt() + xmc_lane_id();
     const unsigned index = xmc_buffer_index(cls, salt);
     uint32_t ref = xmc_hot_slot(index, salt).exchange(xmc_ref(chunk, region), cuda::memory_order_acq_rel);
-    if (ref == xmc_nil || xmc_fifo_enqueue(&h.buffers[index], ref)) return xmc_stats_count_frees(xmc_stats_here(), cls, 1);
+    if (ref == xmc_nil || xmc_fifo_enqueue(&h.buffers[index], ref))
+      return xmc_stats_count_frees(xmc_stats_here(), cls, 1);
     chunk = xmc_deref(ref);
   }
   xmc_stats_count_frees(xmc_stats_here(), cls, 1);

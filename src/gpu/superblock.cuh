@@ -141,8 +141,9 @@ __device__ __forceinline__ xmc_atomic32 xmc_cursor_spare(unsigned i) { return xm
 // Makes the next Superblock of cursor `i` while its claims still find
 // blocks, so that the claim taking the last one installs it at once instead
 // of carving while the others wait. A spare already there is kept; one that
-// turns up meanwhile (an install that found none carved its own) goes to the
-// class with every block available.
+// turns up meanwhile (the maker for an earlier Superblock, done late, when
+// its install had carved one of its own) goes to the class, every block
+// available.
 static __device__ __noinline__ void xmc_sb_spare_make(unsigned i, int cls) {
   if (xmc_cursor_spare(i).load(cuda::memory_order_relaxed) != xmc_nil) return;
   xmc_mb *mb = xmc_sb_create(cls);

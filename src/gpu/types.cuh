@@ -182,7 +182,7 @@ struct xmc_heap {
   xmc_fifo *sb_buffers;       // [class * num_sb_buffers + replica]
   unsigned long long *sb_stacks;  // [(class * num_sb_buffers + replica) * xmc_sb_stacks_per_sm + i]: tag:32 | top ref:32
   unsigned long long *sb_cursor;  // [class * num_sb_cursors + replica]: see xmc_cursor
-  uint32_t *sb_spare;         // [class * num_sb_cursors + replica]: ref of the cursor's next Superblock, or xmc_nil
+  uint32_t *sb_spare;         // [class * num_sb_cursors + replica]: the cursor's next Superblock, or xmc_nil
   xmc_sm_stats *stats;        // [xmc_stat_slots]
   unsigned long long peak_units;  // high-water mark of units held (carved and not free)
   unsigned long long reclaim_seen; // frees_total sum at the last reclaim
