@@ -130,7 +130,7 @@ static __device__ __noinline__ bool xmc_reclaim(unsigned group) {
   __syncwarp(group);  // chunks are back in their Superblocks before those are sorted
   if (h.superblocks) {
     xmc_for_share(i, xmc_classes * h.num_sb_cursors, rank, n)
-      xmc_sb_cursor_retire(&h.sb_cursor[i], i / h.num_sb_cursors);
+      xmc_sb_cursor_retire(i, i / h.num_sb_cursors);
     __syncwarp(group);
     xmc_reclaim_superblocks(rank, n);
     __syncwarp(group);
@@ -184,16 +184,19 @@ __device__ inline char *xmc_buffer_get_warp(unsigned group, int cls) {
 
 // Returns a chunk of class `cls` in `region` (its live bit clear) into an
 // exchange slot; the chunk it displaces goes on to the FIFO behind it, or to
-// its source.
+// its source. The free is counted after the chunk is parked: the release of
+// the parking exchange would otherwise wait for the counters' atomics (a
+// round trip), and a reclaimer that sees the count can find the chunk.
 __device__ inline void xmc_buffer_put(char *chunk, int cls, uint32_t region) {
   const xmc_heap &h = xmc_c_heap;
-  xmc_stats_count_frees(xmc_stats_here(), cls, 1);
   if (h.buffering) {
     const unsigned salt = xmc_warp_salt() + xmc_lane_id();
     const unsigned index = xmc_buffer_index(cls, salt);
     uint32_t ref = xmc_hot_slot(index, salt).exchange(xmc_ref(chunk, region), cuda::memory_order_acq_rel);
-    if (ref == xmc_nil || xmc_fifo_enqueue(&h.buffers[index], ref)) return;
+    if (ref == xmc_nil || xmc_fifo_enqueue(&h.buffers[index], ref))
+      return xmc_stats_count_frees(xmc_stats_here(), cls, 1);
     chunk = xmc_deref(ref);
   }
+  xmc_stats_count_frees(xmc_stats_here(), cls, 1);
   xmc_chunk_sink(chunk);
 }

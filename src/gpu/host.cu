@@ -120,6 +120,7 @@ size_t xmc_host_place(xmc_heap &h, char *base, uint64_t **slots) {
   *slots = p.take<uint64_t>(nb * xmc_fifo_capacity + nsb * xmc_sb_fifo_capacity);
   h.sb_cursor = p.take<unsigned long long>(xmc_cursors(h));
   h.sb_stacks = p.take<unsigned long long>(nsb * xmc_sb_stacks_per_sm);
+  h.sb_spare = p.take<uint32_t>(xmc_cursors(h));
   h.hot = p.take<uint32_t>(nb * xmc_hot_slots);
   h.stats = p.take<xmc_sm_stats>(xmc_stat_slots);
   return p.used;
@@ -143,7 +144,7 @@ xmcError xmc_host_layout(xmc_host_heap *host) {
   if (xmcError err = xmc_from_cuda(cudaMemcpy(h.sb_cursor, cursors.data(), cursors.size() * sizeof *h.sb_cursor,
                                               cudaMemcpyHostToDevice)))
     return err;
-  // Empty stacks and exchange slots: xmc_nil references (the two are adjacent).
+  // Empty stacks, spares and exchange slots: xmc_nil references (adjacent).
   if (xmcError err = xmc_from_cuda(cudaMemset(h.sb_stacks, 0xff, (char *)h.stats - (char *)h.sb_stacks))) return err;
   return xmc_from_cuda(cudaMemset(h.stats, 0, xmc_stat_slots * sizeof *h.stats));
 }

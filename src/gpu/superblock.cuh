@@ -134,11 +134,34 @@ __device__ inline xmc_mb *xmc_sb_create_claimed(int cls, unsigned k, uint32_t *t
 
 // ---- the cursor -------------------------------------------------------------------
 
-// Puts a new Superblock under the cursor, the caller's first `first` blocks
-// claimed; an empty cursor if the heap is exhausted.
-static __device__ __noinline__ xmc_mb *xmc_sb_cursor_install(xmc_atomic_u64 &cursor, int cls, uint32_t first) {
-  cursor.store((unsigned long long)xmc_cursor_installing << 32, cuda::memory_order_relaxed);
+// Cursor `i` (class * num_sb_cursors + replica) and its spare.
+__device__ __forceinline__ xmc_atomic_u64 xmc_cursor(unsigned i) { return xmc_atomic_u64(xmc_c_heap.sb_cursor[i]); }
+__device__ __forceinline__ xmc_atomic32 xmc_cursor_spare(unsigned i) { return xmc_atomic32(xmc_c_heap.sb_spare[i]); }
+
+// Makes the next Superblock of cursor `i` while its claims still find
+// blocks, so that the claim taking the last one installs it at once instead
+// of carving while the others wait. A spare already there is kept; one that
+// turns up meanwhile (the maker for an earlier Superblock, done late, when
+// its install had carved one of its own) goes to the class, every block
+// available.
+static __device__ __noinline__ void xmc_sb_spare_make(unsigned i, int cls) {
+  if (xmc_cursor_spare(i).load(cuda::memory_order_relaxed) != xmc_nil) return;
   xmc_mb *mb = xmc_sb_create(cls);
+  if (!mb) return;
+  // Release: the installer reads the Superblock's header and tags.
+  const uint32_t old =
+      xmc_cursor_spare(i).exchange(xmc_ref((char *)mb, xmc_tag::region(mb->tag)), cuda::memory_order_acq_rel);
+  if (old != xmc_nil) xmc_sb_return_bits((xmc_mb *)xmc_deref(old), cls, xmc_sb_full);
+}
+
+// Puts the next Superblock under cursor `i`, the caller's first `first`
+// blocks claimed: the spare if there is one, else a new one; an empty cursor
+// if the heap is exhausted.
+static __device__ __noinline__ xmc_mb *xmc_sb_cursor_install(unsigned i, int cls, uint32_t first) {
+  xmc_atomic_u64 cursor = xmc_cursor(i);
+  cursor.store((unsigned long long)xmc_cursor_installing << 32, cuda::memory_order_relaxed);
+  const uint32_t spare = xmc_cursor_spare(i).exchange(xmc_nil, cuda::memory_order_acquire);
+  xmc_mb *mb = spare != xmc_nil ? (xmc_mb *)xmc_deref(spare) : xmc_sb_create(cls);
   cursor.store(mb ? (unsigned long long)xmc_ref((char *)mb, xmc_tag::region(mb->tag)) << 32 | first
                   : xmc_cursor_empty,
                cuda::memory_order_release);
@@ -150,32 +173,34 @@ __device__ __forceinline__ bool xmc_cursor_has_blocks(unsigned long long w) {
   return (uint32_t)(w >> 32) < xmc_cursor_installing && (uint32_t)w < xmc_sb_blocks;
 }
 
-// A claim of k blocks that found cursor word `w` (with blocks left) took
-// blocks [start, start + k) of its Superblock, as many as there were: their
-// mask in *taken. The claim that takes the last block installs the next
-// Superblock.
-__device__ inline xmc_mb *xmc_sb_cursor_took(xmc_atomic_u64 &cursor, int cls, unsigned long long w, unsigned k,
+// A claim of k blocks that found cursor `i`'s word `w` (with blocks left)
+// took blocks [start, start + k) of its Superblock, as many as there were:
+// their mask in *taken. The claim that takes the last block installs the
+// next Superblock; the one that crosses the middle makes it.
+__device__ inline xmc_mb *xmc_sb_cursor_took(unsigned i, int cls, unsigned long long w, unsigned k,
                                              uint32_t *taken) {
   const uint32_t start = (uint32_t)w;
   *taken = xmc_bits_below(start + k) & ~xmc_bits_below(start);
-  if (start + k >= xmc_sb_blocks) xmc_sb_cursor_install(cursor, cls, 0);
+  if (start + k >= xmc_sb_blocks) xmc_sb_cursor_install(i, cls, 0);
+  else if (start < xmc_cursor_spare_at && start + k >= xmc_cursor_spare_at) xmc_sb_spare_make(i, cls);
   return (xmc_mb *)xmc_deref((uint32_t)(w >> 32));
 }
 
 // Up to k (<= 16) blocks from the cursor of `cls` for this SM's group: one
 // fetch-and-add in the common case. The claim that takes a Superblock's last
-// block, or the first claim on an empty cursor, installs the next one (its
-// carving is lock-free); claims that find the cursor used up wait for it.
+// block, or the first claim on an empty cursor, installs the next one;
+// claims that find the cursor used up wait for it.
 __device__ inline xmc_mb *xmc_sb_cursor_claim(int cls, unsigned k, uint32_t *taken) {
   const xmc_heap &h = xmc_c_heap;
   const unsigned pick = xmc_sm_id() * xmc_sb_cursors_per_sm + xmc_warp_salt() % xmc_sb_cursors_per_sm;
-  xmc_atomic_u64 cursor(h.sb_cursor[cls * h.num_sb_cursors + pick % h.sb_cursors_in_use[cls]]);
+  const unsigned i = cls * h.num_sb_cursors + pick % h.sb_cursors_in_use[cls];
+  xmc_atomic_u64 cursor = xmc_cursor(i);
   for (;;) {
     const unsigned long long w = cursor.fetch_add(k, cuda::memory_order_acquire);
     const uint32_t ref = (uint32_t)(w >> 32), start = (uint32_t)w;
-    if (xmc_cursor_has_blocks(w)) return xmc_sb_cursor_took(cursor, cls, w, k, taken);
+    if (xmc_cursor_has_blocks(w)) return xmc_sb_cursor_took(i, cls, w, k, taken);
     if (ref == xmc_nil && start == 0) {
-      xmc_mb *mb = xmc_sb_cursor_install(cursor, cls, k);
+      xmc_mb *mb = xmc_sb_cursor_install(i, cls, k);
       *taken = xmc_bits_below(k);
       return mb;
     }
@@ -200,27 +225,31 @@ __device__ inline xmc_mb *xmc_sb_cursor_claim(int cls, unsigned k, uint32_t *tak
 static __device__ __noinline__ xmc_mb *xmc_sb_cursor_steal(int cls, unsigned k, uint32_t *taken) {
   const xmc_heap &h = xmc_c_heap;
   for (unsigned j = 0; j < h.sb_cursors_in_use[cls]; ++j) {
-    xmc_atomic_u64 cursor(h.sb_cursor[cls * h.num_sb_cursors + j]);
+    const unsigned i = cls * h.num_sb_cursors + j;
+    xmc_atomic_u64 cursor = xmc_cursor(i);
     unsigned long long w = cursor.load(cuda::memory_order_relaxed);
     while (xmc_cursor_has_blocks(w) &&
            !cursor.compare_exchange_weak(w, w + min(k, xmc_sb_blocks - (uint32_t)w), cuda::memory_order_acquire,
                                          cuda::memory_order_relaxed)) {
     }
-    if (xmc_cursor_has_blocks(w)) return xmc_sb_cursor_took(cursor, cls, w, k, taken);
+    if (xmc_cursor_has_blocks(w)) return xmc_sb_cursor_took(i, cls, w, k, taken);
   }
   return nullptr;
 }
 
-// Takes the cursor's Superblock away and makes the blocks it had not handed
-// out available (reclaiming memory for other classes).
-static __device__ __noinline__ void xmc_sb_cursor_retire(unsigned long long *word, int cls) {
-  unsigned long long w = xmc_atomic_u64(*word).load(cuda::memory_order_relaxed);
+// Takes cursor `i`'s spare and Superblock away and makes the blocks they had
+// not handed out available (reclaiming memory for other classes).
+static __device__ __noinline__ void xmc_sb_cursor_retire(unsigned i, int cls) {
+  const uint32_t spare = xmc_cursor_spare(i).exchange(xmc_nil, cuda::memory_order_acquire);
+  if (spare != xmc_nil) xmc_sb_return_bits((xmc_mb *)xmc_deref(spare), cls, xmc_sb_full);
+  xmc_atomic_u64 cursor = xmc_cursor(i);
+  unsigned long long w = cursor.load(cuda::memory_order_relaxed);
   do {
     // Only a Superblock with blocks left: a used-up one belongs to the claim
     // that is installing its successor.
     if (!xmc_cursor_has_blocks(w)) return;
-  } while (!xmc_atomic_u64(*word).compare_exchange_weak(w, xmc_cursor_empty, cuda::memory_order_acq_rel,
-                                                         cuda::memory_order_relaxed));
+  } while (!cursor.compare_exchange_weak(w, xmc_cursor_empty, cuda::memory_order_acq_rel,
+                                         cuda::memory_order_relaxed));
   xmc_sb_return_bits((xmc_mb *)xmc_deref((uint32_t)(w >> 32)), cls, ~xmc_bits_below((uint32_t)w));
 }
 

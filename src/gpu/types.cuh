@@ -120,6 +120,9 @@ constexpr uint64_t xmc_sb_inbuf = (uint64_t)1 << 32;
 // index order by fetch-and-add, ref:32 (high) | next index:32 (low). A ref of
 // xmc_nil: none yet; xmc_cursor_installing: one lane is carving the next.
 constexpr uint32_t xmc_cursor_installing = 0xfffffffeu;
+// The claim that crosses this index makes the cursor's next Superblock (its
+// spare), so that the claim taking the last block installs it at once.
+constexpr uint32_t xmc_cursor_spare_at = xmc_sb_blocks / 2;
 constexpr unsigned long long xmc_cursor_empty = (unsigned long long)xmc_nil << 32;
 
 // Sequence-numbered lock-free FIFO (J. Supercomputing 2011, Figs. 7-9): the
@@ -179,6 +182,7 @@ struct xmc_heap {
   xmc_fifo *sb_buffers;       // [class * num_sb_buffers + replica]
   unsigned long long *sb_stacks;  // [(class * num_sb_buffers + replica) * xmc_sb_stacks_per_sm + i]: tag:32 | top ref:32
   unsigned long long *sb_cursor;  // [class * num_sb_cursors + replica]: see xmc_cursor
+  uint32_t *sb_spare;         // [class * num_sb_cursors + replica]: the cursor's next Superblock, or xmc_nil
   xmc_sm_stats *stats;        // [xmc_stat_slots]
   unsigned long long peak_units;  // high-water mark of units held (carved and not free)
   unsigned long long reclaim_seen; // frees_total sum at the last reclaim

@@ -12,13 +12,24 @@
 #include "heap.cuh"
 #include "size_class.cuh"
 
-using xmc_atomic8 = cuda::atomic_ref<uint8_t, cuda::thread_scope_device>;
+// An entry is read and written as a relaxed device-scope atomic byte, in
+// PTX: cuda::atomic_ref<uint8_t> emulates byte atomics with a CAS loop on the
+// enclosing word, so the lanes of one coalesced allocation, marking
+// neighbouring entries, retried each other's CAS (a round trip each).
+__device__ __forceinline__ uint32_t xmc_map_load(const uint8_t *entry) {
+  uint32_t v;
+  asm volatile("ld.relaxed.gpu.global.u8 %0, [%1];" : "=r"(v) : "l"(__cvta_generic_to_global(entry)) : "memory");
+  return v;
+}
+__device__ __forceinline__ void xmc_map_store(uint8_t *entry, uint32_t v) {
+  asm volatile("st.relaxed.gpu.global.u8 [%0], %1;" ::"l"(__cvta_generic_to_global(entry)), "r"(v) : "memory");
+}
 
 // The chunk the map names for `p` in region `region`, or nullptr.
 __device__ __forceinline__ char *xmc_map_chunk(uint32_t region, const char *p) {
   char *base = xmc_c_heap.regions[region].base;
   const uint32_t unit = xmc_unit_in(base, p);
-  const uint32_t back = xmc_atomic8(xmc_c_heap.regions[region].map[unit]).load(cuda::memory_order_relaxed);
+  const uint32_t back = xmc_map_load(&xmc_c_heap.regions[region].map[unit]);
   return back ? base + ((size_t)(unit + 1 - back) << xmc_unit_shift) : nullptr;
 }
 
@@ -26,8 +37,7 @@ __device__ __forceinline__ char *xmc_map_chunk(uint32_t region, const char *p) {
 __device__ __forceinline__ void xmc_map_mark(uint32_t region, const char *chunk, const char *p) {
   const char *base = xmc_c_heap.regions[region].base;
   const uint32_t unit = xmc_unit_in(base, p);
-  xmc_atomic8(xmc_c_heap.regions[region].map[unit])
-      .store((uint8_t)(unit + 1 - xmc_unit_in(base, chunk)), cuda::memory_order_relaxed);
+  xmc_map_store(&xmc_c_heap.regions[region].map[unit], unit + 1 - xmc_unit_in(base, chunk));
 }
 
 // Forgets the chunks of a Memoryblock going back to the heap (`units` from
@@ -36,9 +46,9 @@ __device__ inline void xmc_map_clear(const char *start, uint32_t units, uint32_t
   uint8_t *map = xmc_c_heap.regions[region].map;
   const uint32_t first = xmc_unit_in(xmc_c_heap.regions[region].base, start), end = first + units;
   uint32_t u = first;
-  for (; u < end && (u & 3); ++u) xmc_atomic8(map[u]).store(0, cuda::memory_order_relaxed);
+  for (; u < end && (u & 3); ++u) xmc_map_store(&map[u], 0);
   for (; u + 4 <= end; u += 4) xmc_atomic32(*(uint32_t *)&map[u]).store(0, cuda::memory_order_relaxed);
-  for (; u < end; ++u) xmc_atomic8(map[u]).store(0, cuda::memory_order_relaxed);
+  for (; u < end; ++u) xmc_map_store(&map[u], 0);
 }
 
 // A Superblock or class Memoryblock of `cls` goes back to the heap: the
