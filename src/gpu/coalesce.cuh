@@ -67,12 +67,23 @@ __device__ __forceinline__ int xmc_compartment_index(const char *chunk, uint64_t
   return index * units == granule ? (int)index : -1;
 }
 
-// Lanes of `group` free compartments `bits` of `chunk`: one 64-bit atomic
-// clears their live bits and reads the class beside them. Returns, on the
-// leader, the class when the chunk is now empty (else -1); compartments that
-// were not live (double frees) are counted as invalid and change nothing.
-__device__ inline int xmc_coalesce_release(unsigned group, char *chunk, uint32_t bits) {
+// Lanes of `group` free compartments `bits` of `chunk`, whose word they read
+// as `w`: one 64-bit atomic clears their live bits and reads the class beside
+// them. Returns, on the leader, the class when the chunk is now empty (else
+// -1); compartments that were not live (double frees) are counted as invalid
+// and change nothing. When `w` shows no live compartment but the group's,
+// the group frees the last ones and the word is only stored: bits are set
+// only by the allocation that `w` already reflects and cleared only by
+// frees, so the word cannot have changed since (a free racing with the
+// group's own of the same compartments excepted: a double free in the
+// caller's program, found only when it comes later). That saves the atomic's
+// round trip when a warp frees what it took together.
+__device__ inline int xmc_coalesce_release(unsigned group, char *chunk, uint64_t w, uint32_t bits) {
   if ((int)xmc_lane_id() != xmc_warp_leader(group)) return -1;
+  if (xmc_coalesced::live(w) == bits) {
+    xmc_atomic64(*xmc_coalesced_word_of(chunk)).store(w & ~(uint64_t)bits, cuda::memory_order_relaxed);
+    return (int)xmc_coalesced::cls(w);
+  }
   const uint64_t old = atomicAnd((unsigned long long *)xmc_coalesced_word_of(chunk), ~(unsigned long long)bits);
   const uint32_t live = xmc_coalesced::live(old);
   if (uint32_t stale = bits & ~live) atomicAdd(&xmc_stats_here()->invalid, (unsigned long long)__popc(stale));

@@ -132,10 +132,11 @@ static __device__ __noinline__ void xmc_mb_free(xmc_mb *mb) {
 
 // `units` from the wilderness, lock-free; nullptr once it is used up. The
 // request that crosses the region's end turns what is left into a free block.
+// No load of `top` first: that was a round trip of its own on the path of
+// every Superblock a cursor installs; past the end, top (64 bits) only grows,
+// and whoever reads it clamps it to the region (xmc_region_held).
 __device__ inline xmc_mb *xmc_mb_carve(xmc_region *r, uint32_t region, uint32_t units) {
-  xmc_atomic_u64 top(r->top);
-  if (top.load(cuda::memory_order_relaxed) >= r->units) return nullptr;
-  const unsigned long long start = top.fetch_add(units, cuda::memory_order_relaxed);
+  const unsigned long long start = xmc_atomic_u64(r->top).fetch_add(units, cuda::memory_order_relaxed);
   const bool fits = start + units <= r->units;
   if (!fits && start >= r->units) return nullptr;
   xmc_mb *mb = xmc_mb_at(r, (uint32_t)start);

@@ -124,7 +124,7 @@ static __device__ void xmc_free_chunk(char *chunk) {
 
 // Lanes of `group` free compartments of one chunk: one atomic for all.
 static __device__ void xmc_free_compartments(unsigned group, const xmc_block &b) {
-  const int cls = xmc_coalesce_release(group, b.at, xmc_warp_bits(group, b.index));
+  const int cls = xmc_coalesce_release(group, b.at, b.word, xmc_warp_bits(group, b.index));
   if (cls >= 0) xmc_coalesce_recycle(b.at, cls);
 }
 
