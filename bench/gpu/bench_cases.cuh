@@ -104,28 +104,37 @@ void bench_case_scaling(BenchRun<Heap> &run, unsigned threads) {
 
 // ---- alloc-all / free-all, churn, one allocation per warp --------------------
 
-// param = block size (0: mixed 16 B..4 KiB); alloc-all and free-all timed apart.
+// The signature of the kernels that allocate into, or free from, run.ptrs().
+using BenchBlocksKernel = void (*)(void **, unsigned, size_t, uint32_t, BenchCounters *);
+
+// Times `alloc` (reported per thread, in G allocations/s) and then `release`
+// of what it took (ms), apart, on a fresh heap each repetition.
 template <class Heap>
-void bench_case_alloc_all(BenchRun<Heap> &run, size_t size) {
+void bench_time_alloc_then_free(BenchRun<Heap> &run, size_t size, BenchBlocksKernel alloc,
+                                BenchBlocksKernel release) {
+  unsigned grid = bench_grid(bench_threads);
   std::vector<double> gops, free_ms;
   for (int rep = 0; run.reps.next(rep); ++rep) {
     run.begin_rep();
-    unsigned grid = bench_grid(bench_threads);
     run.timer.start();
-    bench_alloc_all_kernel<Heap><<<grid, bench_block>>>(run.ptrs(), bench_threads, size, rep,
-                                                        run.counters());
-    float alloc = run.timer.stop_ms();
+    alloc<<<grid, bench_block>>>(run.ptrs(), bench_threads, size, rep, run.counters());
+    float alloc_ms = run.timer.stop_ms();
     run.timer.start();
-    bench_free_all_kernel<Heap><<<grid, bench_block>>>(run.ptrs(), bench_threads, size, rep,
-                                                       run.counters());
-    float release = run.timer.stop_ms();
+    release<<<grid, bench_block>>>(run.ptrs(), bench_threads, size, rep, run.counters());
+    float release_ms = run.timer.stop_ms();
     run.end_rep();
     if (BenchRepetitions::warmup(rep)) continue;
-    gops.push_back(bench_threads / (alloc * 1e6));
-    free_ms.push_back(release);
+    gops.push_back(bench_threads / (alloc_ms * 1e6));
+    free_ms.push_back(release_ms);
   }
   run.emit("alloc_gops", gops, "G/s");
   run.emit("free_ms", free_ms, "ms");
+}
+
+// param = block size (0: mixed 16 B..4 KiB); alloc-all and free-all timed apart.
+template <class Heap>
+void bench_case_alloc_all(BenchRun<Heap> &run, size_t size) {
+  bench_time_alloc_then_free(run, size, bench_alloc_all_kernel<Heap>, bench_free_all_kernel<Heap>);
 }
 
 constexpr int bench_churn_rounds = 10;
@@ -157,25 +166,7 @@ void bench_case_churn(BenchRun<Heap> &run) {
 // thread, to set beside alloc_all of the same size.
 template <class Heap>
 void bench_case_warp_alloc(BenchRun<Heap> &run, size_t size) {
-  unsigned grid = bench_grid(bench_threads);
-  std::vector<double> gops, free_ms;
-  for (int rep = 0; run.reps.next(rep); ++rep) {
-    run.begin_rep();
-    run.timer.start();
-    bench_warp_alloc_kernel<Heap><<<grid, bench_block>>>(run.ptrs(), bench_threads, size, rep,
-                                                         run.counters());
-    float alloc = run.timer.stop_ms();
-    run.timer.start();
-    bench_warp_free_kernel<Heap><<<grid, bench_block>>>(run.ptrs(), bench_threads, size, rep,
-                                                        run.counters());
-    float release = run.timer.stop_ms();
-    run.end_rep();
-    if (BenchRepetitions::warmup(rep)) continue;
-    gops.push_back(bench_threads / (alloc * 1e6));
-    free_ms.push_back(release);
-  }
-  run.emit("alloc_gops", gops, "G/s");
-  run.emit("free_ms", free_ms, "ms");
+  bench_time_alloc_then_free(run, size, bench_warp_alloc_kernel<Heap>, bench_warp_free_kernel<Heap>);
 }
 
 // ---- fragmentation ------------------------------------------------------------
