@@ -33,12 +33,12 @@ static mm_page_queue_t *mm_heap_queue_of(mm_heap_t *heap, mm_page_t *page) {
 }
 
 /* Points the direct entries of a class (heap->direct by size up to 1 KiB,
- * heap->direct_class by class up to 16 KiB) at the first page of its queue.
+ * heap->direct_class by class up to 32 KiB) at the first page of its queue.
  * In checked mode they stay on the empty page so every malloc takes the
  * slow path, where the allocation is recorded. */
 static inline void mm_heap_direct_update(mm_heap_t *heap, unsigned size_class) {
   size_t size = mm_size_class_size(size_class);
-  if (size > MM_SMALL_BLOCK_MAX || mm_options.checked) return;
+  if (size > MM_MEDIUM_BLOCK_MAX || mm_options.checked) return;
   mm_page_t *page = heap->queues[size_class].first;
   if (page == NULL) page = (mm_page_t *)&mm_page_empty;
   if (size > MM_DIRECT_MAX) {
@@ -175,8 +175,8 @@ static mm_page_t *mm_heap_page_alloc(mm_heap_t *heap, unsigned size_class) {
  * lender at least half free, or borrowing at every malloc's slow path, made
  * W2 (3-12 KB), whose classes borrowed at each new high of their live
  * blocks, execute 2-28% more instructions; empty lenders, 0.4%.
- * Classes of 18-32 KiB have no fast path and borrow from any page with a
- * free block.  Borrowers and lenders are all padded classes (MM_COLOR_MIN
+ * Classes of 18-32 KiB borrow from any page with a free block, one block
+ * at each slow path (their fast path stays on their own page).  Borrowers and lenders are all padded classes (MM_COLOR_MIN
  * up), so their blocks are equally aligned. */
 static mm_page_t *mm_heap_borrow(mm_heap_t *heap, unsigned size_class) {
   if (size_class < MM_BORROW_CLASS_FIRST) return NULL;

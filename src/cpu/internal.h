@@ -173,11 +173,11 @@ static inline bool mm_page_carve_grows(const mm_page_t *page) {
   return (uint32_t)page->capacity * page->stride >= seg->page_touched[page->index];
 }
 
-/* The bit of heap->borrowing for a class served by heap->direct_class (0
- * for any other class). */
+/* The bit of heap->borrowing for a class whose heap->direct_class entry
+ * may name a lender's page (0 for any other class). */
 static inline uint32_t mm_heap_borrow_bit(unsigned size_class) {
   unsigned i = size_class - MM_DIRECT_CLASS_FIRST;
-  return i < MM_DIRECT_CLASS_COUNT ? (uint32_t)1 << i : 0;
+  return i < MM_DIRECT_CLASS_LENDING ? (uint32_t)1 << i : 0;
 }
 
 static inline mm_block_t *mm_xthread_list(uintptr_t x) { return (mm_block_t *)(x & MM_XTHREAD_LIST_MASK); }
@@ -187,7 +187,7 @@ static inline mm_delayed_t mm_xthread_tag(uintptr_t x) { return (mm_delayed_t)(x
 /* ---- the fast paths ---- */
 static inline void *mm_malloc_inline(size_t size) {
   mm_heap_t *heap = mm_heap_tls;
-  if (mm_likely(size <= MM_SMALL_BLOCK_MAX)) {
+  if (mm_likely(size <= MM_MEDIUM_BLOCK_MAX)) {
     mm_page_t *page = size <= MM_DIRECT_MAX ? heap->direct[(size + MM_ALIGNMENT - 1) / MM_ALIGNMENT]
                                             : heap->direct_class[mm_size_class_of(size) - MM_DIRECT_CLASS_FIRST];
     mm_block_t *block = page->free;
