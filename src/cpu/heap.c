@@ -176,8 +176,9 @@ static mm_page_t *mm_heap_page_alloc(mm_heap_t *heap, unsigned size_class) {
  * W2 (3-12 KB), whose classes borrowed at each new high of their live
  * blocks, execute 2-28% more instructions; empty lenders, 0.4%.
  * Classes of 18-32 KiB borrow from any page with a free block, one block
- * at each slow path (their fast path stays on their own page).  Borrowers and lenders are all padded classes (MM_COLOR_MIN
- * up), so their blocks are equally aligned. */
+ * at each slow path (their fast path stays on their own page).  Borrowers
+ * and lenders are all padded classes (MM_COLOR_MIN up), so their blocks
+ * are equally aligned. */
 static mm_page_t *mm_heap_borrow(mm_heap_t *heap, unsigned size_class) {
   if (size_class < MM_BORROW_CLASS_FIRST) return NULL;
   unsigned last = size_class + MM_BORROW_CLASSES;
@@ -284,13 +285,11 @@ void mm_heap_purge_schedule(mm_heap_t *heap, uint64_t at) {
   if (heap->purge_due == 0 || at < heap->purge_due) heap->purge_due = at;
 }
 
-/* Gives back what is due.  Called from the slow paths while something is
- * scheduled; a thread that stops allocating keeps it until it allocates
- * again, exits or calls mm_collect. */
-void mm_heap_purge_expired(mm_heap_t *heap) {
-  if (heap->purge_due == 0) return;
-  uint64_t now = mm_os_clock_ms();
-  if (now < heap->purge_due) return;
+/* Gives back what is due at `now` (ms).  Called from the slow paths while
+ * something is scheduled; a thread that stops allocating keeps it until it
+ * allocates again, exits or calls mm_collect. */
+void mm_heap_purge_expired(mm_heap_t *heap, uint64_t now) {
+  if (heap->purge_due == 0 || now < heap->purge_due) return;
   heap->purge_due = 0;
   mm_segment_purge_expired(heap, now);
   mm_span_purge_expired(heap, now);

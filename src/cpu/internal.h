@@ -55,7 +55,7 @@ void mm_heap_delayed_drain(mm_heap_t *heap);
 void mm_heap_delayed_push(mm_heap_t *heap, mm_block_t *block);
 void mm_heap_grown(mm_heap_t *heap, size_t units);
 void mm_heap_purge_schedule(mm_heap_t *heap, uint64_t at);
-void mm_heap_purge_expired(mm_heap_t *heap);
+void mm_heap_purge_expired(mm_heap_t *heap, uint64_t now);
 mm_page_t *mm_heap_find_page(mm_heap_t *heap, unsigned size_class);
 void mm_heap_queue_remove(mm_heap_t *heap, mm_page_t *page);
 void mm_heap_queue_push_front(mm_heap_t *heap, mm_page_t *page);

@@ -110,12 +110,9 @@ mm_segment_t *mm_segment_alloc(mm_heap_t *heap, unsigned kind) {
   bool resident = true;
   if (heap->retired != NULL) {
     seg = mm_segment_unretire(heap);
-    if (mm_options.checked) memset((uint8_t *)seg + MM_SEGMENT_CHECK_OFFSET, 0, MM_SEGMENT_SIZE / MM_ALIGNMENT / 8);
   } else if (mm_seq_fifo_pop(&mm_segment_cache, &cached)) {
     seg = (mm_segment_t *)cached;
     resident = !mm_options.purge;
-    if (mm_options.checked && resident)
-      memset((uint8_t *)seg + MM_SEGMENT_CHECK_OFFSET, 0, MM_SEGMENT_SIZE / MM_ALIGNMENT / 8);
   } else {
     seg = mm_segment_map();
     if (seg == NULL) return NULL;
@@ -123,6 +120,8 @@ mm_segment_t *mm_segment_alloc(mm_heap_t *heap, unsigned kind) {
     mm_checked_on_map(seg);
     resident = false;
   }
+  if (mm_options.checked && resident) /* its bitmap still records the blocks it had */
+    memset((uint8_t *)seg + MM_SEGMENT_CHECK_OFFSET, 0, MM_SEGMENT_SIZE / MM_ALIGNMENT / 8);
   mm_segment_setup(seg, heap, kind, resident);
   mm_stats_update_peak();
   return seg;
@@ -164,8 +163,9 @@ static void mm_segment_release_after(mm_heap_t *heap, mm_segment_t **keep) {
  * the heap's collection. */
 #define MM_RETIRED_MAX 8
 void mm_segment_free(mm_heap_t *heap, mm_segment_t *seg) {
+  uint64_t now = mm_os_clock_ms();
   seg->heap = NULL;
-  seg->purge_at = mm_os_clock_ms() + mm_options.purge_delay;
+  seg->purge_at = now + mm_options.purge_delay;
   seg->next = heap->retired;
   heap->retired = seg;
   if (++heap->retired_count > MM_RETIRED_MAX) {
@@ -174,7 +174,7 @@ void mm_segment_free(mm_heap_t *heap, mm_segment_t *seg) {
     mm_segment_release_after(heap, &(*last)->next);
   }
   if (seg->next != NULL) mm_heap_purge_schedule(heap, seg->next->purge_at);
-  mm_heap_purge_expired(heap);
+  mm_heap_purge_expired(heap, now);
 }
 
 /* Releases the retired segments, but the newest, whose delay is over. */

@@ -209,9 +209,10 @@ static void mm_span_segment_empty(mm_heap_t *heap, mm_segment_t *seg) {
   }
   heap->span_empty = seg;
   if (!mm_options.purge) return;
-  seg->purge_at = mm_os_clock_ms() + mm_options.purge_delay;
+  uint64_t now = mm_os_clock_ms();
+  seg->purge_at = now + mm_options.purge_delay;
   mm_heap_purge_schedule(heap, seg->purge_at);
-  mm_heap_purge_expired(heap);
+  mm_heap_purge_expired(heap, now);
 }
 
 /* The kept empty segment, unused for the delay, gives back all but its

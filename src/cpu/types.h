@@ -66,8 +66,8 @@ struct mm_block_s {
 };
 
 /* page->xthread_free packs three things in one word, changed by one CAS:
- * the list of blocks freed by other threads, their number in the top
- * MM_XTHREAD_COUNT_BITS bits (addresses of segments stay below 2^48), and
+ * the list of blocks freed by other threads, their number in the bits from
+ * MM_XTHREAD_COUNT_SHIFT up (addresses of segments stay below 2^48), and
  * the state below in the two low bits (blocks are 16-aligned).  The state
  * tells a freeing thread whether the owner must be told about a free on a
  * page it parked in its full queue. */

@@ -32,7 +32,7 @@ const char *heap_footprint_method(void) { return "anonymous RSS"; }
  * maps up to 16 (fault-around), differently with each run's load address.
  * Every allocator's heap is anonymous memory. Read without stdio, so that
  * sampling does not allocate through the allocator measured. */
-static size_t heap_rss(void) {
+size_t heap_footprint(void) {
   char buf[4096];
   int fd = open("/proc/self/smaps_rollup", O_RDONLY);
   if (fd < 0) return 0;
@@ -59,11 +59,9 @@ bool heap_footprint_moved(void) {
   return true;
 }
 
-size_t heap_footprint(void) { return heap_rss(); }
-
 size_t heap_footprint_base(void) {
   heap.faults = heap_faults();
-  return heap_rss();
+  return heap_footprint();
 }
 
 void heap_release(void) {

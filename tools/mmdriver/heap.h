@@ -11,6 +11,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+/* Finds the allocator serving this run (call once, before the others). */
 void        heap_probe(void);
 /* Path of the shared object whose `malloc` serves the run. */
 const char *heap_allocator(void);
