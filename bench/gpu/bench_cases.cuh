@@ -108,10 +108,12 @@ void bench_case_scaling(BenchRun<Heap> &run, unsigned threads) {
 using BenchBlocksKernel = void (*)(void **, unsigned, size_t, uint32_t, BenchCounters *);
 
 // Times `alloc` (reported per thread, in G allocations/s) and then `release`
-// of what it took (ms), apart, on a fresh heap each repetition.
+// of what it took (ms), apart, on a fresh heap each repetition; `check` reads
+// every block back between them, untimed, so that the freeing kernel times
+// frees alone.
 template <class Heap>
 void bench_time_alloc_then_free(BenchRun<Heap> &run, size_t size, BenchBlocksKernel alloc,
-                                BenchBlocksKernel release) {
+                                BenchBlocksKernel check, BenchBlocksKernel release) {
   unsigned grid = bench_grid(bench_threads);
   std::vector<double> gops, free_ms;
   for (int rep = 0; run.reps.next(rep); ++rep) {
@@ -119,6 +121,7 @@ void bench_time_alloc_then_free(BenchRun<Heap> &run, size_t size, BenchBlocksKer
     run.timer.start();
     alloc<<<grid, bench_block>>>(run.ptrs(), bench_threads, size, rep, run.counters());
     float alloc_ms = run.timer.stop_ms();
+    check<<<grid, bench_block>>>(run.ptrs(), bench_threads, size, rep, run.counters());
     run.timer.start();
     release<<<grid, bench_block>>>(run.ptrs(), bench_threads, size, rep, run.counters());
     float release_ms = run.timer.stop_ms();
@@ -134,7 +137,8 @@ void bench_time_alloc_then_free(BenchRun<Heap> &run, size_t size, BenchBlocksKer
 // param = block size (0: mixed 16 B..4 KiB); alloc-all and free-all timed apart.
 template <class Heap>
 void bench_case_alloc_all(BenchRun<Heap> &run, size_t size) {
-  bench_time_alloc_then_free(run, size, bench_alloc_all_kernel<Heap>, bench_free_all_kernel<Heap>);
+  bench_time_alloc_then_free(run, size, bench_alloc_all_kernel<Heap>, bench_check_all_kernel<Heap>,
+                             bench_free_all_kernel<Heap>);
 }
 
 constexpr int bench_churn_rounds = 10;
@@ -154,6 +158,8 @@ void bench_case_churn(BenchRun<Heap> &run) {
       bench_churn_kernel<Heap><<<grid, bench_block>>>(run.ptrs(), bench_threads, round,
                                                       run.counters());
     float ms = run.timer.stop_ms();
+    bench_check_all_kernel<Heap><<<grid, bench_block>>>(run.ptrs(), bench_threads, 0,
+                                                        bench_churn_rounds, run.counters());
     bench_free_all_kernel<Heap><<<grid, bench_block>>>(run.ptrs(), bench_threads, 0,
                                                        bench_churn_rounds, run.counters());
     run.end_rep();
@@ -166,7 +172,8 @@ void bench_case_churn(BenchRun<Heap> &run) {
 // thread, to set beside alloc_all of the same size.
 template <class Heap>
 void bench_case_warp_alloc(BenchRun<Heap> &run, size_t size) {
-  bench_time_alloc_then_free(run, size, bench_warp_alloc_kernel<Heap>, bench_warp_free_kernel<Heap>);
+  bench_time_alloc_then_free(run, size, bench_warp_alloc_kernel<Heap>, bench_warp_check_kernel<Heap>,
+                             bench_warp_free_kernel<Heap>);
 }
 
 // ---- fragmentation ------------------------------------------------------------

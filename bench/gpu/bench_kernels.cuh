@@ -57,15 +57,24 @@ __global__ void bench_alloc_all_kernel(void **ptrs, unsigned threads, size_t siz
   bench_block_write(p, n, bench_tag(tid, seed));
 }
 
-// Free-all: every thread checks and frees the block bench_alloc_all_kernel gave it.
+// Check-all: every thread checks the block bench_alloc_all_kernel gave it,
+// after every allocation of the grid is made (an overlap shows here).
 template <class Heap>
-__global__ void bench_free_all_kernel(void **ptrs, unsigned threads, size_t size, uint32_t seed,
-                                      BenchCounters *counters) {
+__global__ void bench_check_all_kernel(void **ptrs, unsigned threads, size_t size, uint32_t seed,
+                                       BenchCounters *counters) {
   unsigned tid = bench_tid();
   if (tid >= threads || ptrs[tid] == nullptr) return;
   size_t n = size ? size : bench_mixed_size(tid, seed);
   if (!bench_block_check(ptrs[tid], n, bench_tag(tid, seed))) bench_count(&counters->bad);
-  Heap::release(ptrs[tid]);
+}
+
+// Free-all: every thread frees the block bench_alloc_all_kernel gave it.
+template <class Heap>
+__global__ void bench_free_all_kernel(void **ptrs, unsigned threads, size_t, uint32_t,
+                                      BenchCounters *) {
+  unsigned tid = bench_tid();
+  if (tid >= threads) return;
+  if (void *p = ptrs[tid]) Heap::release(p);
 }
 
 // One churn round: every thread frees the block of the last round (mixed sizes,
@@ -107,16 +116,22 @@ __global__ void bench_warp_alloc_kernel(void **ptrs, unsigned threads, size_t si
 }
 
 template <class Heap>
-__global__ void bench_warp_free_kernel(void **ptrs, unsigned threads, size_t size, uint32_t seed,
-                                       BenchCounters *counters) {
+__global__ void bench_warp_check_kernel(void **ptrs, unsigned threads, size_t size, uint32_t seed,
+                                        BenchCounters *counters) {
   unsigned tid = bench_tid();
   if (tid >= threads) return;
   char *p = static_cast<char *>(ptrs[tid / 32]);
   if (p == nullptr) return;
   unsigned lane = threadIdx.x % 32;
   if (!bench_block_check(p + lane * size, size, bench_tag(tid, seed))) bench_count(&counters->bad);
-  __syncwarp();
-  if (lane == 0) Heap::release(p);
+}
+
+template <class Heap>
+__global__ void bench_warp_free_kernel(void **ptrs, unsigned threads, size_t, uint32_t,
+                                       BenchCounters *) {
+  unsigned tid = bench_tid();
+  if (tid >= threads || threadIdx.x % 32 != 0) return;
+  if (void *p = ptrs[tid / 32]) Heap::release(p);
 }
 
 // Fill: every thread allocates until its first NULL, chaining its blocks

@@ -300,6 +300,32 @@ TEST_F(XmcApi, DoubleFreeIsCountedNotApplied) {
   }
 }
 
+// Two lanes of one warp free the same block in one call. A block handed out
+// whole is freed by the first and counted as invalid for the second; a
+// compartment named twice is freed once, the lanes' bits merged.
+__global__ void k_free_in_pairs(void **ptrs) { xmcFree(ptrs[threadIdx.x / 2]); }
+__global__ void k_free_upper_half(void **ptrs) { xmcFree(ptrs[blockDim.x + threadIdx.x]); }
+
+TEST_F(XmcApi, DoubleFreeWithinOneCallIsCountedNotApplied) {
+  init(16 << 20);
+  for (size_t size : {8, 4000, 100000}) {
+    DeviceArray<void *> ptrs(64);
+    LAUNCH_OK(k_malloc_one<<<1, 64>>>(ptrs.ptr, size));
+    LAUNCH_OK(k_free_in_pairs<<<1, 64>>>(ptrs.ptr));   // blocks 0..31, each twice
+    LAUNCH_OK(k_free_upper_half<<<1, 32>>>(ptrs.ptr)); // blocks 32..63, once
+    xmcStats st;
+    XMC_OK(xmcGetStats(&st));
+    EXPECT_EQ(size > 256 ? 32u : 0u, st.invalid_frees) << "size " << size;
+    EXPECT_EQ(0u, st.bytes_in_use) << "size " << size << ": " << gt_unbalanced(st);
+    // A block given back twice would be handed out twice.
+    LAUNCH_OK(k_malloc_one<<<1, 64>>>(ptrs.ptr, size));
+    gt_expect_disjoint(ptrs.host(), std::vector<size_t>(64, size));
+    LAUNCH_OK(k_free_each<<<1, 64>>>(ptrs.ptr));
+    XMC_OK(xmcShutdown());
+    XMC_OK(xmcInit(16 << 20));
+  }
+}
+
 __device__ uint64_t gt_not_heap[64];
 
 // A full warp takes coalesced 16-byte blocks (zeroed), then frees a pointer
