@@ -156,10 +156,12 @@ static __device__ __noinline__ void xmc_sb_spare_make(unsigned i, int cls) {
 
 // Puts the next Superblock under cursor `i`, the caller's first `first`
 // blocks claimed: the spare if there is one, else a new one; an empty cursor
-// if the heap is exhausted.
+// if the heap is exhausted. The cursor is left as the claims found it (used
+// up, or no Superblock yet) until then: a marker stored first would only
+// make the release of the new word wait for it, and the waiting claims
+// longer (measured: alloc-all 16 / 64 B +3%, MilThreads 32 lanes -2.5%).
 static __device__ __noinline__ xmc_mb *xmc_sb_cursor_install(unsigned i, int cls, uint32_t first) {
   xmc_atomic_u64 cursor = xmc_cursor(i);
-  cursor.store((unsigned long long)xmc_cursor_installing << 32, cuda::memory_order_relaxed);
   const uint32_t spare = xmc_cursor_spare(i).exchange(xmc_nil, cuda::memory_order_acquire);
   xmc_mb *mb = spare != xmc_nil ? (xmc_mb *)xmc_deref(spare) : xmc_sb_create(cls);
   cursor.store(mb ? (unsigned long long)xmc_ref((char *)mb, xmc_tag::region(mb->tag)) << 32 | first
@@ -170,7 +172,7 @@ static __device__ __noinline__ xmc_mb *xmc_sb_cursor_install(unsigned i, int cls
 
 // Whether a cursor word names a Superblock with blocks left to claim.
 __device__ __forceinline__ bool xmc_cursor_has_blocks(unsigned long long w) {
-  return (uint32_t)(w >> 32) < xmc_cursor_installing && (uint32_t)w < xmc_sb_blocks;
+  return (uint32_t)(w >> 32) != xmc_nil && (uint32_t)w < xmc_sb_blocks;
 }
 
 // A claim of k blocks that found cursor `i`'s word `w` (with blocks left)
@@ -204,14 +206,14 @@ __device__ inline xmc_mb *xmc_sb_cursor_claim(int cls, unsigned k, uint32_t *tak
       *taken = xmc_bits_below(k);
       return mb;
     }
-    // Used up, or being replaced: wait until the installer is done. An
-    // empty cursor then means it failed (or a reclaim took the cursor's
-    // Superblock): no claim here now, rather than every waiter trying again.
+    // Used up, or no Superblock yet: wait until the installer is done (a
+    // new word: another Superblock, or the index restarted). An empty cursor
+    // then means it failed (or a reclaim took the cursor's Superblock): no
+    // claim here now, rather than every waiter trying again.
     for (unsigned long long now;; __nanosleep(64)) {
       now = cursor.load(cuda::memory_order_relaxed);
-      uint32_t now_ref = (uint32_t)(now >> 32);
       if (now == xmc_cursor_empty) return nullptr;
-      if (now_ref != xmc_cursor_installing && (now_ref != ref || (uint32_t)now < start)) break;
+      if ((uint32_t)(now >> 32) != ref || (uint32_t)now < start) break;
     }
   }
 }

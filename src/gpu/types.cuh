@@ -118,8 +118,7 @@ constexpr uint64_t xmc_sb_inbuf = (uint64_t)1 << 32;
 
 // Superblock cursor: the Superblock whose Basicblocks are handed out in
 // index order by fetch-and-add, ref:32 (high) | next index:32 (low). A ref of
-// xmc_nil: none yet; xmc_cursor_installing: one lane is carving the next.
-constexpr uint32_t xmc_cursor_installing = 0xfffffffeu;
+// xmc_nil: none yet (the first claim installs one).
 // The claim that crosses this index makes the cursor's next Superblock (its
 // spare), so that the claim taking the last block installs it at once.
 constexpr uint32_t xmc_cursor_spare_at = xmc_sb_blocks / 2;
