@@ -185,7 +185,8 @@ def alloc_all_section(res, allocs):
         [res.cell("warp_alloc", a, c, 64, "free_ms") for _, a, c in cols]
     churn = [[NAMES.get(a, a), res.cell("churn", a, "default", 0, "churn_gops")] for _, a, _ in cols]
     return ("## Alloc-all / free-all, 2^20 threads\n\nOne block per thread (G allocations/s for the "
-            "allocating kernel, ms for the freeing kernel); the last row has lane 0 of each warp "
+            "allocating kernel, ms for the freeing kernel, which only frees: every block is read back "
+            "in an untimed kernel between the two); the last row has lane 0 of each warp "
             "allocate 32 x 64 B for its warp, counted per thread.\n\n" + table(header, body + [warp])
             + "\n### Churn: 10 rounds in which every thread frees its block and allocates one of "
             "another size (mixed 16 B..4 KiB), G free+alloc pairs/s\n\n"
