@@ -11,7 +11,8 @@
 # insists, OFF never.
 set(MANYMALLOC_GPU_LTO AUTO CACHE STRING "Device link-time optimization of the GPU programs: AUTO, ON or OFF")
 
-if(MANYMALLOC_GPU_LTO STREQUAL "AUTO")
+# AUTO's probe runs once per build tree and compiler; its verdict is cached.
+if(MANYMALLOC_GPU_LTO STREQUAL "AUTO" AND NOT MM_GPU_LTO_PROBED STREQUAL CMAKE_CUDA_COMPILER)
   set(mm_probe_dir ${CMAKE_BINARY_DIR}/CMakeFiles/mm_gpu_lto_probe)
   file(WRITE ${mm_probe_dir}/probe.cu
        "__device__ int mm_probe_next(int x) { return x + 1; }\n"
@@ -21,10 +22,14 @@ if(MANYMALLOC_GPU_LTO STREQUAL "AUTO")
     COMMAND ${CMAKE_CUDA_COMPILER} -arch=sm_90 -rdc=true -dlto probe.cu -o probe
     WORKING_DIRECTORY ${mm_probe_dir} RESULT_VARIABLE mm_probe_rc OUTPUT_QUIET ERROR_QUIET)
   if(mm_probe_rc EQUAL 0)
-    set(MANYMALLOC_GPU_LTO_ON ON)
+    set(MM_GPU_LTO_PROBE_OK ON CACHE INTERNAL "nvcc can device-link LTO code")
   else()
-    set(MANYMALLOC_GPU_LTO_ON OFF)
+    set(MM_GPU_LTO_PROBE_OK OFF CACHE INTERNAL "nvcc can device-link LTO code")
   endif()
+  set(MM_GPU_LTO_PROBED ${CMAKE_CUDA_COMPILER} CACHE INTERNAL "the compiler MM_GPU_LTO_PROBE_OK is for")
+endif()
+if(MANYMALLOC_GPU_LTO STREQUAL "AUTO")
+  set(MANYMALLOC_GPU_LTO_ON ${MM_GPU_LTO_PROBE_OK})
 else()
   set(MANYMALLOC_GPU_LTO_ON ${MANYMALLOC_GPU_LTO})
 endif()
