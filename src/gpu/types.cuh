@@ -119,10 +119,10 @@ constexpr uint64_t xmc_sb_inbuf = (uint64_t)1 << 32;
 // Superblock cursor: the Superblock whose Basicblocks are handed out in
 // index order by fetch-and-add, ref:32 (high) | next index:32 (low). A ref of
 // xmc_nil: none yet (the first claim installs one).
+constexpr unsigned long long xmc_cursor_empty = (unsigned long long)xmc_nil << 32;
 // The claim that crosses this index makes the cursor's next Superblock (its
 // spare), so that the claim taking the last block installs it at once.
 constexpr uint32_t xmc_cursor_spare_at = xmc_sb_blocks / 2;
-constexpr unsigned long long xmc_cursor_empty = (unsigned long long)xmc_nil << 32;
 
 // Sequence-numbered lock-free FIFO (J. Supercomputing 2011, Figs. 7-9): the
 // head's sequence number, the whole tail message, and 2^s messages. A message
