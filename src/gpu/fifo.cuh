@@ -26,14 +26,16 @@ __device__ inline void xmc_fifo_init(xmc_fifo *f, uint64_t *slots, uint32_t capa
   for (uint32_t i = 0; i < capacity; ++i) slots[i] = (uint32_t)(i - capacity);
 }
 
-// Fig. 9. Returns false when the FIFO is full.
+// Fig. 9. Returns false when the FIFO is full. A failed CAS on the tail
+// returns the tail that beat it, which the next attempt starts from; head
+// and tail are read again only when the FIFO then looks full.
 __device__ inline bool xmc_fifo_enqueue(xmc_fifo *f, uint32_t payload) {
   xmc_atomic32 head(f->head);
   xmc_atomic64 tail(f->tail);
   const uint32_t capacity = f->mask + 1;
+  uint32_t h = head.load(cuda::memory_order_acquire);
+  uint64_t t = tail.load(cuda::memory_order_acquire);
   for (;;) {
-    uint32_t h = head.load(cuda::memory_order_acquire);
-    uint64_t t = tail.load(cuda::memory_order_acquire);
     // >=: a head read before the tail may be stale and overstate the count.
     if (xmc_msg_seq(t) - h + 1 >= capacity) return false;
     // Move the old tail message into the array unless someone already did.
@@ -42,8 +44,12 @@ __device__ inline bool xmc_fifo_enqueue(xmc_fifo *f, uint32_t payload) {
     if (xmc_msg_seq(old) + capacity == xmc_msg_seq(t))
       slot.compare_exchange_strong(old, t, cuda::memory_order_release, cuda::memory_order_relaxed);
     if (tail.compare_exchange_strong(t, xmc_msg(xmc_msg_seq(t) + 1, payload),
-                                     cuda::memory_order_acq_rel, cuda::memory_order_relaxed))
+                                     cuda::memory_order_acq_rel, cuda::memory_order_acquire))
       return true;
+    if (xmc_msg_seq(t) - h + 1 >= capacity) {  // perhaps only against the old head
+      h = head.load(cuda::memory_order_acquire);
+      t = tail.load(cuda::memory_order_acquire);
+    }
   }
 }
 

@@ -86,7 +86,10 @@ static __device__ xmc_block xmc_block_of(char *p) {
   if (!p) return {xmc_none};
   for (int pass = 0; pass < 2; ++pass) {
     const int region = xmc_region_holding(p);
-    if (region < 0 || p - xmc_c_heap.regions[region].base < (ptrdiff_t)xmc_chunk_header) break;
+    // Every block starts 16-byte aligned; the word in front of any other
+    // pointer is not read (a misaligned load would fault).
+    if (region < 0 || ((uintptr_t)p & 15) || p - xmc_c_heap.regions[region].base < (ptrdiff_t)xmc_chunk_header)
+      break;
     const uint64_t hdr = *(uint64_t *)(p - 8);
     if (char *chunk = xmc_c_heap.coalescing ? xmc_map_chunk(region, p) : nullptr) {
       const uint64_t w = *xmc_coalesced_word_of(chunk), tag = *xmc_chunk_tag(chunk);

@@ -329,17 +329,20 @@ TEST_F(XmcApi, DoubleFreeWithinOneCallIsCountedNotApplied) {
 __device__ uint64_t gt_not_heap[64];
 
 // A full warp takes coalesced 16-byte blocks (zeroed), then frees a pointer
-// into the middle of each and one outside the heap: all invalid, none
-// touching a live block; the usable size of each is 0.
+// into the middle of each, a misaligned one and one outside the heap: all
+// invalid, none touching a live block (nor faulting); the usable size of
+// each is 0.
 __global__ void k_free_bad_pointers(void **ptrs, size_t *usable) {
   const int i = threadIdx.x;
   char *p = (char *)xmcMalloc(16);
   ptrs[i] = p;
   if (!p) return;
   memset(p, 0, 16);
-  usable[i] = xmcUsableSize(p) + xmcUsableSize(p + 8) + xmcUsableSize(&gt_not_heap[i]) + xmcUsableSize(nullptr);
+  usable[i] = xmcUsableSize(p) + xmcUsableSize(p + 8) + xmcUsableSize(p + 3) + xmcUsableSize(&gt_not_heap[i]) +
+              xmcUsableSize(nullptr);
   __syncwarp();
   xmcFree(p + 8);
+  xmcFree(p + 3);
   xmcFree(&gt_not_heap[i]);
 }
 
@@ -351,11 +354,11 @@ TEST_F(XmcApi, PointersIntoBlocksOrElsewhereAreInvalid) {
   for (size_t u : usable.host()) EXPECT_EQ(16u, u) << "only the block itself has a usable size";
   xmcStats st;
   XMC_OK(xmcGetStats(&st));
-  EXPECT_EQ(64u, st.invalid_frees);
+  EXPECT_EQ(96u, st.invalid_frees);
   EXPECT_GT(st.bytes_in_use, 0u) << "the blocks are still live";
   LAUNCH_OK(k_free_each<<<1, 32>>>(ptrs.ptr));
   XMC_OK(xmcGetStats(&st));
-  EXPECT_EQ(64u, st.invalid_frees);
+  EXPECT_EQ(96u, st.invalid_frees);
   EXPECT_EQ(0u, st.bytes_in_use) << gt_unbalanced(st);
 }
 
