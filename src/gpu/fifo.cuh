@@ -16,6 +16,9 @@ __device__ __forceinline__ uint64_t xmc_msg(uint32_t seq, uint32_t payload) {
   return (uint64_t)payload << 32 | seq;
 }
 
+// Messages between head `h` and tail message `t` (both ends counted).
+__device__ __forceinline__ uint32_t xmc_fifo_count(uint32_t h, uint64_t t) { return xmc_msg_seq(t) - h + 1; }
+
 // Empty FIFO: head 0, tail "message -1", slot i holding message i - capacity,
 // so that the first transfer into each slot finds the sequence it expects.
 __device__ inline void xmc_fifo_init(xmc_fifo *f, uint64_t *slots, uint32_t capacity) {
@@ -37,7 +40,7 @@ __device__ inline bool xmc_fifo_enqueue(xmc_fifo *f, uint32_t payload) {
   uint64_t t = tail.load(cuda::memory_order_acquire);
   for (;;) {
     // >=: a head read before the tail may be stale and overstate the count.
-    if (xmc_msg_seq(t) - h + 1 >= capacity) return false;
+    if (xmc_fifo_count(h, t) >= capacity) return false;
     // Move the old tail message into the array unless someone already did.
     xmc_atomic64 slot(f->slots[xmc_msg_seq(t) & f->mask]);
     uint64_t old = slot.load(cuda::memory_order_relaxed);
@@ -46,7 +49,7 @@ __device__ inline bool xmc_fifo_enqueue(xmc_fifo *f, uint32_t payload) {
     if (tail.compare_exchange_strong(t, xmc_msg(xmc_msg_seq(t) + 1, payload),
                                      cuda::memory_order_acq_rel, cuda::memory_order_acquire))
       return true;
-    if (xmc_msg_seq(t) - h + 1 >= capacity) {  // perhaps only against the old head
+    if (xmc_fifo_count(h, t) >= capacity) {  // perhaps only against the old head
       h = head.load(cuda::memory_order_acquire);
       t = tail.load(cuda::memory_order_acquire);
     }
@@ -71,7 +74,7 @@ __device__ inline uint32_t xmc_fifo_dequeue_warp(xmc_fifo *f, unsigned group) {
     }
     h = xmc_warp_broadcast(group, h, leader);
     t = xmc_warp_broadcast(group, t, leader);
-    uint32_t count = xmc_msg_seq(t) - h + 1;
+    uint32_t count = xmc_fifo_count(h, t);
     uint32_t take = count < want ? count : want;
     if (take == 0) return xmc_nil;
     uint32_t seq = h + rank;
@@ -99,12 +102,12 @@ __device__ __forceinline__ uint32_t xmc_fifo_dequeue(xmc_fifo *f) {
 __device__ __forceinline__ bool xmc_fifo_maybe_nonempty(xmc_fifo *f) {
   uint32_t h = xmc_atomic32(f->head).load(cuda::memory_order_relaxed);
   uint64_t t = xmc_atomic64(f->tail).load(cuda::memory_order_relaxed);
-  return xmc_msg_seq(t) - h + 1 != 0;
+  return xmc_fifo_count(h, t) != 0;
 }
 
 // Messages present at this moment (a snapshot; others may change it at once).
 __device__ __forceinline__ uint32_t xmc_fifo_size(xmc_fifo *f) {
   uint32_t h = xmc_atomic32(f->head).load(cuda::memory_order_acquire);
   uint64_t t = xmc_atomic64(f->tail).load(cuda::memory_order_acquire);
-  return xmc_msg_seq(t) - h + 1;
+  return xmc_fifo_count(h, t);
 }
