@@ -2,13 +2,16 @@
 // XMalloc (J. Supercomputing 2011, Sect. 5.2.1, Figs. 7-9). The n-th message
 // carries sequence number n and lives in slot n mod capacity; the sequence
 // number in every 64-bit message both locates it and guards against ABA, so a
-// stale read is detected and retried. Dequeue takes up to one message per lane
-// of a warp group with a single CAS on the head.
+// stale read is detected. Dequeue takes up to one message per lane of a warp
+// group with a single CAS on the head. Unlike the paper, an enqueue claims
+// its sequence number with a fetch-and-add on the tail, after taking a unit
+// of `room` (free slots): a burst of frees then never retries on the tail.
 #pragma once
 #include <cuda/atomic>
 #include "types.cuh"
 #include "warp.cuh"
 
+using xmc_atomic_i32 = cuda::atomic_ref<int32_t, cuda::thread_scope_device>;
 
 __device__ __forceinline__ uint32_t xmc_msg_seq(uint64_t m) { return (uint32_t)m; }
 __device__ __forceinline__ uint32_t xmc_msg_payload(uint64_t m) { return (uint32_t)(m >> 32); }
@@ -16,49 +19,35 @@ __device__ __forceinline__ uint64_t xmc_msg(uint32_t seq, uint32_t payload) {
   return (uint64_t)payload << 32 | seq;
 }
 
-// Messages between head `h` and tail message `t` (both ends counted).
-__device__ __forceinline__ uint32_t xmc_fifo_count(uint32_t h, uint64_t t) { return xmc_msg_seq(t) - h + 1; }
-
-// Empty FIFO: head 0, tail "message -1", slot i holding message i - capacity,
-// so that the first transfer into each slot finds the sequence it expects.
+// Empty FIFO: head and tail 0, every slot free, slot i holding message
+// i - capacity, so that no slot looks written for the sequence it awaits.
 __device__ inline void xmc_fifo_init(xmc_fifo *f, uint64_t *slots, uint32_t capacity) {
   f->head = 0;
+  f->tail = 0;
+  f->room = (int32_t)capacity;
   f->mask = capacity - 1;
-  f->tail = (uint64_t)0xffffffffu;
   f->slots = slots;
   for (uint32_t i = 0; i < capacity; ++i) slots[i] = (uint32_t)(i - capacity);
 }
 
-// Fig. 9. Returns false when the FIFO is full. A failed CAS on the tail
-// returns the tail that beat it, which the next attempt starts from; head
-// and tail are read again only when the FIFO then looks full.
+// Returns false when the FIFO is full. Taking a unit of room (acquire) makes
+// the dequeues that freed it happen before the store into the slot, and the
+// tail's acq_rel chain passes that on to whichever enqueuer gets the slot.
 __device__ inline bool xmc_fifo_enqueue(xmc_fifo *f, uint32_t payload) {
-  xmc_atomic32 head(f->head);
-  xmc_atomic64 tail(f->tail);
-  const uint32_t capacity = f->mask + 1;
-  uint32_t h = head.load(cuda::memory_order_acquire);
-  uint64_t t = tail.load(cuda::memory_order_acquire);
-  for (;;) {
-    // >=: a head read before the tail may be stale and overstate the count.
-    if (xmc_fifo_count(h, t) >= capacity) return false;
-    // Move the old tail message into the array unless someone already did.
-    xmc_atomic64 slot(f->slots[xmc_msg_seq(t) & f->mask]);
-    uint64_t old = slot.load(cuda::memory_order_relaxed);
-    if (xmc_msg_seq(old) + capacity == xmc_msg_seq(t))
-      slot.compare_exchange_strong(old, t, cuda::memory_order_release, cuda::memory_order_relaxed);
-    if (tail.compare_exchange_strong(t, xmc_msg(xmc_msg_seq(t) + 1, payload),
-                                     cuda::memory_order_acq_rel, cuda::memory_order_acquire))
-      return true;
-    if (xmc_fifo_count(h, t) >= capacity) {  // perhaps only against the old head
-      h = head.load(cuda::memory_order_acquire);
-      t = tail.load(cuda::memory_order_acquire);
-    }
+  xmc_atomic_i32 room(f->room);
+  if (room.fetch_sub(1, cuda::memory_order_acquire) <= 0) {
+    room.fetch_add(1, cuda::memory_order_relaxed);
+    return false;
   }
+  const uint32_t seq = xmc_atomic32(f->tail).fetch_add(1, cuda::memory_order_acq_rel);
+  xmc_atomic64(f->slots[seq & f->mask]).store(xmc_msg(seq, payload), cuda::memory_order_release);
+  return true;
 }
 
 // Fig. 8, widened to a warp group: the leader snapshots head and tail, lane of
-// rank r reads message head + r, and the leader commits all of them with one
-// CAS. Every lane of `group` must call; a lane gets its payload or xmc_nil.
+// rank r reads message head + r, and the leader commits the messages already
+// written, in order, with one CAS (an enqueuer may still be storing the
+// next). Every lane of `group` must call; a lane gets its payload or xmc_nil.
 __device__ inline uint32_t xmc_fifo_dequeue_warp(xmc_fifo *f, unsigned group) {
   const int leader = xmc_warp_leader(group);
   const bool is_leader = (int)xmc_lane_id() == leader;
@@ -66,28 +55,26 @@ __device__ inline uint32_t xmc_fifo_dequeue_warp(xmc_fifo *f, unsigned group) {
   const uint32_t want = __popc(group);
   xmc_atomic32 head(f->head);
   for (;;) {
-    uint32_t h = 0;
-    uint64_t t = 0;
+    uint32_t h = 0, t = 0;
     if (is_leader) {
       h = head.load(cuda::memory_order_acquire);
-      t = xmc_atomic64(f->tail).load(cuda::memory_order_acquire);
+      t = xmc_atomic32(f->tail).load(cuda::memory_order_acquire);
     }
     h = xmc_warp_broadcast(group, h, leader);
     t = xmc_warp_broadcast(group, t, leader);
-    uint32_t count = xmc_fifo_count(h, t);
-    uint32_t take = count < want ? count : want;
+    const int32_t count = (int32_t)(t - h);
+    uint32_t take = count <= 0 ? 0 : (uint32_t)count < want ? (uint32_t)count : want;
+    uint64_t m = 0;
+    if (rank < take) m = xmc_atomic64(f->slots[(h + rank) & f->mask]).load(cuda::memory_order_acquire);
+    const unsigned unwritten = xmc_warp_ballot(group, rank < take && xmc_msg_seq(m) != h + rank);
+    if (unwritten) take = __popc(group & ((unwritten & -unwritten) - 1));
     if (take == 0) return xmc_nil;
-    uint32_t seq = h + rank;
-    uint64_t m = t;
-    if (rank < take && seq != xmc_msg_seq(t))
-      m = xmc_atomic64(f->slots[seq & f->mask]).load(cuda::memory_order_acquire);
-    bool stale = rank < take && xmc_msg_seq(m) != seq;
     bool committed = false;
-    if (xmc_warp_ballot(group, stale) == 0 && is_leader)
-      committed = head.compare_exchange_strong(h, h + take, cuda::memory_order_acq_rel,
-                                               cuda::memory_order_relaxed);
-    if (__shfl_sync(group, committed, leader))
-      return rank < take ? xmc_msg_payload(m) : xmc_nil;
+    if (is_leader && head.compare_exchange_strong(h, h + take, cuda::memory_order_acq_rel, cuda::memory_order_relaxed)) {
+      committed = true;
+      xmc_atomic_i32(f->room).fetch_add((int32_t)take, cuda::memory_order_release);
+    }
+    if (__shfl_sync(group, committed, leader)) return rank < take ? xmc_msg_payload(m) : xmc_nil;
   }
 }
 
@@ -101,13 +88,14 @@ __device__ __forceinline__ uint32_t xmc_fifo_dequeue(xmc_fifo *f) {
 // of its own; a stale answer only sends the caller to its next source.
 __device__ __forceinline__ bool xmc_fifo_maybe_nonempty(xmc_fifo *f) {
   uint32_t h = xmc_atomic32(f->head).load(cuda::memory_order_relaxed);
-  uint64_t t = xmc_atomic64(f->tail).load(cuda::memory_order_relaxed);
-  return xmc_fifo_count(h, t) != 0;
+  uint32_t t = xmc_atomic32(f->tail).load(cuda::memory_order_relaxed);
+  return (int32_t)(t - h) > 0;
 }
 
-// Messages present at this moment (a snapshot; others may change it at once).
+// Messages claimed at this moment (a snapshot; others may change it at once,
+// and the last few may still be being written).
 __device__ __forceinline__ uint32_t xmc_fifo_size(xmc_fifo *f) {
   uint32_t h = xmc_atomic32(f->head).load(cuda::memory_order_acquire);
-  uint64_t t = xmc_atomic64(f->tail).load(cuda::memory_order_acquire);
-  return xmc_fifo_count(h, t);
+  uint32_t t = xmc_atomic32(f->tail).load(cuda::memory_order_acquire);
+  return (int32_t)(t - h) > 0 ? t - h : 0;
 }

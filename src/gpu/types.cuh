@@ -125,12 +125,14 @@ constexpr unsigned long long xmc_cursor_empty = (unsigned long long)xmc_nil << 3
 constexpr uint32_t xmc_cursor_spare_at = xmc_sb_blocks / 2;
 
 // Sequence-numbered lock-free FIFO (J. Supercomputing 2011, Figs. 7-9): the
-// head's sequence number, the whole tail message, and 2^s messages. A message
-// is seq:32 (low) | payload:32 (high); payloads are xmc_ref encodings.
+// next sequence number to dequeue and to enqueue, the free slots, and 2^s
+// messages. A message is seq:32 (low) | payload:32 (high); payloads are
+// xmc_ref encodings.
 struct alignas(64) xmc_fifo {
-  uint32_t head;
+  uint32_t head;         // next message to dequeue
+  uint32_t tail;         // next sequence number an enqueue claims
+  int32_t room;          // free slots, taken before the tail (< 0 only briefly)
   uint32_t mask;         // capacity - 1
-  uint64_t tail;
   uint64_t *slots;
 };
 
