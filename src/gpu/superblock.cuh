@@ -41,11 +41,10 @@ __device__ inline void xmc_sb_unpublish(xmc_mb *mb) {
 
 // Hands a Superblock whose token the caller holds to the second-level
 // buffer: this SM's, or when that is full one of the next few; when all are
-// full, or when every block is back (`empty`), to a stack of the class on
-// this SM, which has room for any number.
-static __device__ __noinline__ void xmc_sb_publish(xmc_mb *mb, int cls, bool empty = false) {
+// full, to a stack of the class on this SM, which has room for any number.
+static __device__ __noinline__ void xmc_sb_publish(xmc_mb *mb, int cls) {
   const uint32_t ref = xmc_ref((char *)mb, xmc_tag::region(mb->tag));
-  for (unsigned j = 0; !empty && j < 4; ++j)
+  for (unsigned j = 0; j < 4; ++j)
     if (xmc_fifo_enqueue(xmc_sb_buffer(cls, xmc_sm_id() + j), ref)) return;
   xmc_sb_stack_push(xmc_sb_stack_here(cls), xmc_sb_of(mb), ref);
 }
@@ -67,7 +66,7 @@ static __device__ void xmc_sb_republish(xmc_mb *mb, int cls) {
 __device__ inline void xmc_sb_return_bits(xmc_mb *mb, int cls, uint32_t bits) {
   uint64_t s = xmc_atomic64(xmc_sb_of(mb)->state).fetch_or(bits | xmc_sb_inbuf, cuda::memory_order_acq_rel);
   // We took the token: make the blocks reachable.
-  if (!(s & xmc_sb_inbuf)) xmc_sb_publish(mb, cls, ((uint32_t)s | bits) == xmc_sb_full);
+  if (!(s & xmc_sb_inbuf)) xmc_sb_publish(mb, cls);
 }
 
 // The Superblock that holds Basicblock `block` (its chunk tag `tag`).

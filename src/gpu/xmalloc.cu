@@ -90,12 +90,12 @@ static __device__ xmc_block xmc_block_of(char *p) {
     // pointer is not read (a misaligned load would fault).
     if (region < 0 || ((uintptr_t)p & 15) || p - xmc_c_heap.regions[region].base < (ptrdiff_t)xmc_chunk_header)
       break;
-    const uint64_t hdr = *(uint64_t *)(p - 8);
     if (char *chunk = xmc_c_heap.coalescing ? xmc_map_chunk(region, p) : nullptr) {
       const uint64_t w = *xmc_coalesced_word_of(chunk), tag = *xmc_chunk_tag(chunk);
       const int index = tag & xmc_tag::live ? -1 : xmc_compartment_index(chunk, w, p);
       if (index >= 0) return {xmc_compartment, index, chunk, w};
     }
+    const uint64_t hdr = *(uint64_t *)(p - 8);
     if (xmc_tag::magic(hdr) == xmc_magic_chunk) return {xmc_whole, -1, p, hdr};
     if (xmc_tag::magic(hdr) != xmc_magic_aligned) break;
     p -= xmc_shift::offset(hdr);
