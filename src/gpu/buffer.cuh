@@ -32,9 +32,20 @@ __device__ __forceinline__ uint64_t *xmc_chunk_tag(char *chunk) { return (uint64
 
 // ---- below the buffers ------------------------------------------------------------
 
-__device__ inline char *xmc_chunk_source_warp(unsigned group, int cls, bool everywhere) {
-  if (xmc_c_heap.superblocks) return xmc_sb_alloc_warp(group, cls, everywhere);
-  return (char *)xmc_mb_alloc(xmc_class_stride(cls) >> xmc_unit_shift, xmc_kind_memory, cls);
+// A chunk handed out whole from the buffers, or a class Memoryblock: its
+// tag's live bit set. (Basicblocks taken from their Superblock to be handed
+// out whole are marked in its live mask instead: superblock.cuh.)
+__device__ __forceinline__ void xmc_chunk_mark_live(char *chunk) {
+  atomicOr((unsigned long long *)xmc_chunk_tag(chunk), xmc_tag::live);
+}
+
+// Chunks for the lanes of `group`, marked live when they are to be handed
+// out `whole` (not shared by compartments).
+__device__ inline char *xmc_chunk_source_warp(unsigned group, int cls, bool everywhere, bool whole) {
+  if (xmc_c_heap.superblocks) return xmc_sb_alloc_warp(group, cls, everywhere, whole);
+  char *chunk = (char *)xmc_mb_alloc(xmc_class_stride(cls) >> xmc_unit_shift, xmc_kind_memory, cls);
+  if (chunk && whole) xmc_chunk_mark_live(chunk);
+  return chunk;
 }
 
 // Gives a chunk back to where it came from, as its tag says.
@@ -146,17 +157,18 @@ static __device__ __noinline__ bool xmc_reclaim(unsigned group) {
 // Exhausted: partly free Superblocks of the class on every SM, then memory
 // reclaimed from every buffer and class (which also empties this class's
 // buffers into its Superblocks). Bounded; returns nullptr at the end.
-static __device__ __noinline__ char *xmc_buffer_scavenge_warp(unsigned group, int cls) {
-  char *chunk = xmc_chunk_source_warp(group, cls, true);
+static __device__ __noinline__ char *xmc_buffer_scavenge_warp(unsigned group, int cls, bool whole) {
+  char *chunk = xmc_chunk_source_warp(group, cls, true, whole);
   const unsigned want = xmc_warp_ballot(group, !chunk);
-  if (want && !chunk && xmc_reclaim(want)) chunk = xmc_chunk_source_warp(want, cls, true);
+  if (want && !chunk && xmc_reclaim(want)) chunk = xmc_chunk_source_warp(want, cls, true, whole);
   return chunk;
 }
 
 // ---- get and put --------------------------------------------------------------------
 
-// Every lane of `group` gets a chunk start of class `cls`, or nullptr.
-__device__ inline char *xmc_buffer_get_warp(unsigned group, int cls) {
+// Every lane of `group` gets a chunk start of class `cls`, or nullptr; one
+// to be handed out `whole` is marked live.
+__device__ inline char *xmc_buffer_get_warp(unsigned group, int cls, bool whole) {
   const xmc_heap &h = xmc_c_heap;
   char *chunk = nullptr;
   if (h.buffering) {
@@ -174,11 +186,12 @@ __device__ inline char *xmc_buffer_get_warp(unsigned group, int cls) {
       uint32_t ref = xmc_fifo_dequeue_warp(&h.buffers[index], want);
       if (ref != xmc_nil) chunk = xmc_deref(ref);
     }
+    if (chunk && whole) xmc_chunk_mark_live(chunk);
   }
   unsigned want = xmc_warp_ballot(group, !chunk);
-  if (want && !chunk) chunk = xmc_chunk_source_warp(want, cls, false);
+  if (want && !chunk) chunk = xmc_chunk_source_warp(want, cls, false, whole);
   want = xmc_warp_ballot(group, !chunk);
-  if (want && !chunk) chunk = xmc_buffer_scavenge_warp(want, cls);
+  if (want && !chunk) chunk = xmc_buffer_scavenge_warp(want, cls, whole);
   return chunk;
 }
 

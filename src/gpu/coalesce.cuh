@@ -33,7 +33,7 @@ __device__ inline void *xmc_coalesce_malloc(unsigned group, uint32_t units) {
   char *chunk = nullptr;
   if ((int)xmc_lane_id() == leader) {
     const int cls = xmc_class_of(n * units * 16);
-    chunk = xmc_buffer_get_warp(1u << leader, cls);
+    chunk = xmc_buffer_get_warp(1u << leader, cls, false);
     xmc_sm_stats *st = xmc_stats_here();
     if (chunk) {
       *xmc_coalesced_word_of(chunk) = xmc_coalesced::make(xmc_bits_below(n), cls, units);

@@ -21,7 +21,7 @@ __host__ __device__ __forceinline__ int xmc_class_of(uint32_t bytes) {
 }
 
 // Usable bytes of a chunk of class `cls`.
-__host__ __device__ __forceinline__ uint32_t xmc_class_body(int cls) {
+__host__ __device__ __forceinline__ constexpr uint32_t xmc_class_body(int cls) {
   if (cls < 8) return (uint32_t)(cls + 1) << 5;
   int e = 8 + (cls - 8) / 8;
   uint32_t m = (uint32_t)(cls - 8) % 8;
@@ -29,11 +29,11 @@ __host__ __device__ __forceinline__ uint32_t xmc_class_body(int cls) {
 }
 
 // Bytes of a chunk of class `cls`, header included; a multiple of the unit.
-__host__ __device__ __forceinline__ uint32_t xmc_class_stride(int cls) {
+__host__ __device__ __forceinline__ constexpr uint32_t xmc_class_stride(int cls) {
   return (xmc_class_body(cls) + xmc_chunk_header + xmc_unit - 1) & ~(xmc_unit - 1);
 }
 
 // Units of a Superblock of `cls`: its header unit and 32 Basicblocks.
-__host__ __device__ __forceinline__ uint32_t xmc_sb_units(int cls) {
+__host__ __device__ __forceinline__ constexpr uint32_t xmc_sb_units(int cls) {
   return 1 + xmc_sb_blocks * (xmc_class_stride(cls) >> xmc_unit_shift);
 }

@@ -9,6 +9,7 @@
 #pragma once
 #include "fifo.cuh"
 #include "memoryblock.cuh"
+#include "sb_map.cuh"
 #include "sb_stack.cuh"
 #include "size_class.cuh"
 #include "unit_map.cuh"
@@ -35,7 +36,9 @@ __device__ inline void xmc_sb_unpublish(xmc_mb *mb) {
   } while (!state.compare_exchange_weak(s, avail == xmc_sb_full ? 0 : avail, cuda::memory_order_acq_rel,
                                         cuda::memory_order_acquire));
   if (avail != xmc_sb_full) return;
-  xmc_map_forget(mb, xmc_tag::cls(mb->tag));
+  const int cls = xmc_tag::cls(mb->tag);
+  xmc_map_forget(mb, cls);
+  xmc_sb_map_update(mb, xmc_sb_units(cls), cls, false);
   xmc_mb_free(mb);
 }
 
@@ -69,9 +72,39 @@ __device__ inline void xmc_sb_return_bits(xmc_mb *mb, int cls, uint32_t bits) {
   if (!(s & xmc_sb_inbuf)) xmc_sb_publish(mb, cls);
 }
 
-// The Superblock that holds Basicblock `block` (its chunk tag `tag`).
+// The Superblock that holds Basicblock `index` of class `cls`, whose chunk
+// starts at `block`.
+__device__ __forceinline__ xmc_mb *xmc_sb_holding(char *block, int cls, uint32_t index) {
+  return (xmc_mb *)(block - xmc_unit - (size_t)index * xmc_class_stride(cls));
+}
 __device__ __forceinline__ xmc_mb *xmc_sb_holding(char *block, uint64_t tag) {
-  return (xmc_mb *)(block - xmc_unit - (size_t)xmc_tag::index(tag) * xmc_class_stride(xmc_tag::cls(tag)));
+  return xmc_sb_holding(block, xmc_tag::cls(tag), xmc_tag::index(tag));
+}
+
+// Index of the Basicblock whose payload starts at `p` in the Superblock
+// `at` of region `region` names, or -1 when p is no Basicblock's payload.
+// The quotient in floating point, no integer division: for a multiple
+// k * stride it is k + 0.5 / stride, far from the rounding error.
+__device__ __forceinline__ int xmc_sb_block_index(uint32_t region, xmc_sb_at at, const char *p) {
+  if (at.cls < 0) return -1;
+  const char *first = xmc_c_heap.regions[region].base + ((size_t)at.unit << xmc_unit_shift) + xmc_unit + xmc_chunk_header;
+  const size_t off = (size_t)(p - first), stride = xmc_class_stride(at.cls);
+  if (off >= xmc_sb_blocks * stride) return -1;  // before the first block (wrapped) or past the last
+  const uint32_t index = __float2uint_rd(__fdividef((float)off + 0.5f, (float)stride));
+  return index * stride == off ? (int)index : -1;
+}
+
+// ---- Basicblocks handed out whole --------------------------------------------
+// Taken from their Superblock, they are marked live in its mask, one atomic
+// for a warp's group; taken from the buffers, in their own tags (buffer.cuh),
+// which needs no lookup. xmcFree clears whichever is set.
+
+__device__ __forceinline__ void xmc_sb_mark_live(xmc_mb *mb, uint32_t bits) { atomicOr(&xmc_sb_of(mb)->live, bits); }
+
+// Clears `bits` of the live mask; returns those that were set (the others:
+// double frees, or blocks never handed out whole).
+__device__ __forceinline__ uint32_t xmc_sb_unmark_live(xmc_mb *mb, uint32_t bits) {
+  return atomicAnd(&xmc_sb_of(mb)->live, ~bits) & bits;
 }
 
 __device__ inline void xmc_sb_return(char *block, uint64_t tag) {
@@ -110,13 +143,16 @@ __device__ inline uint32_t xmc_sb_claim(xmc_mb *mb, int cls, unsigned k) {
 
 
 // A new Superblock from the Memoryblock heap: its Basicblocks tagged, none
-// available yet (the caller hands them out), no buffer token.
+// available yet (the caller hands them out) or live, no buffer token, and
+// entered in the Superblock map.
 static __device__ __noinline__ xmc_mb *xmc_sb_create(int cls) {
   xmc_mb *mb = xmc_mb_alloc(xmc_sb_units(cls), xmc_kind_super, cls);
   if (!mb) return nullptr;
   uint32_t region = xmc_tag::region(mb->tag);
   for (unsigned i = 0; i < xmc_sb_blocks; ++i)
     ((uint64_t *)xmc_sb_block(mb, cls, i))[3] = xmc_tag::make(xmc_kind_basic, cls, i, region);
+  xmc_sb_map_update(mb, xmc_sb_units(cls), cls, true);
+  xmc_atomic32(xmc_sb_of(mb)->live).store(0, cuda::memory_order_relaxed);
   xmc_atomic64(xmc_sb_of(mb)->state).store(0, cuda::memory_order_release);
   return mb;
 }
@@ -311,8 +347,9 @@ __device__ inline xmc_mb *xmc_sb_take(int cls, unsigned k, bool everywhere, uint
 }
 
 // Every lane of `group` gets a Basicblock start, or nullptr once the heap is
-// exhausted. One lane claims for all still waiting, one CAS per Superblock.
-__device__ inline char *xmc_sb_alloc_warp(unsigned group, int cls, bool everywhere) {
+// exhausted. One lane claims for all still waiting, one CAS per Superblock,
+// and marks the blocks live in one atomic when they are handed out `whole`.
+__device__ inline char *xmc_sb_alloc_warp(unsigned group, int cls, bool everywhere, bool whole) {
   char *got = nullptr;
   for (;;) {
     unsigned want = xmc_warp_ballot(group, got == nullptr);
@@ -320,7 +357,10 @@ __device__ inline char *xmc_sb_alloc_warp(unsigned group, int cls, bool everywhe
     int leader = xmc_warp_leader(want);
     xmc_mb *mb = nullptr;
     uint32_t taken = 0;
-    if ((int)xmc_lane_id() == leader) mb = xmc_sb_take(cls, __popc(want), everywhere, &taken);
+    if ((int)xmc_lane_id() == leader) {
+      mb = xmc_sb_take(cls, __popc(want), everywhere, &taken);
+      if (mb && whole) xmc_sb_mark_live(mb, taken);
+    }
     mb = (xmc_mb *)xmc_warp_broadcast(group, (char *)mb, leader);
     taken = xmc_warp_broadcast(group, taken, leader);
     if (!mb) break;
@@ -329,6 +369,7 @@ __device__ inline char *xmc_sb_alloc_warp(unsigned group, int cls, bool everywhe
       if (r < (unsigned)__popc(taken)) got = xmc_sb_block(mb, cls, xmc_nth_set_bit(taken, r));
     }
   }
+  if (whole) __syncwarp(group);  // marked live before any lane can free
   return got;
 }
 

@@ -110,7 +110,7 @@ static_assert(sizeof(xmc_mb) == xmc_chunk_header, "memoryblock header is one chu
 struct xmc_sb {
   uint64_t state;        // bits 0..31: Basicblocks available; bit 32: published (token held)
   uint32_t stack_next;   // next Superblock down a class stack (sb_stack.cuh), while on one
-  uint32_t pad0;
+  uint32_t live;         // Basicblocks handed out whole (xmcFree clears their bits)
   uint64_t pad[2];       // the class is in the Memoryblock's tag
 };
 static_assert(sizeof(xmc_sb) == 32, "superblock header fills the rest of the first unit");
@@ -141,7 +141,8 @@ struct alignas(64) xmc_fifo {
 // lock-free. The free list is guarded by the region's lock.
 struct xmc_region {
   char *base;
-  uint8_t *map;                    // one byte per unit (unit_map.cuh), ending the region's memory
+  uint8_t *map;                    // one byte per unit (unit_map.cuh), after the units
+  uint32_t *sb_map;                // one word per 32 units (sb_map.cuh), ending the region's memory
   uint32_t units;
   uint32_t free_head;              // unit index of the first free Memoryblock, xmc_nil if none
   unsigned long long top;          // units carved from the wilderness (may overshoot `units`)

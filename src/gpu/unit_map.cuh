@@ -5,8 +5,9 @@
 // of a coalesced allocation write it, the lowest lane of each unit. An entry
 // stays true while the Superblock (or class Memoryblock) holding the chunk
 // keeps its layout, whoever uses the chunk next, and is cleared when that
-// goes back to the Memoryblock heap. The map ends the region's memory: a
-// region of B bytes holds B / 65 units.
+// goes back to the Memoryblock heap. So a chunk handed out whole may still
+// be named (xmcFree then finds its compartment's live bit clear and asks the
+// chunk's live marks). The map follows the region's units (host.cu).
 #pragma once
 #include <cuda/atomic>
 #include "heap.cuh"
@@ -25,12 +26,14 @@ __device__ __forceinline__ void xmc_map_store(uint8_t *entry, uint32_t v) {
   asm volatile("st.relaxed.gpu.global.u8 [%0], %1;" ::"l"(__cvta_generic_to_global(entry)), "r"(v) : "memory");
 }
 
-// The chunk the map names for `p` in region `region`, or nullptr.
-__device__ __forceinline__ char *xmc_map_chunk(uint32_t region, const char *p) {
-  char *base = xmc_c_heap.regions[region].base;
-  const uint32_t unit = xmc_unit_in(base, p);
-  const uint32_t back = xmc_map_load(&xmc_c_heap.regions[region].map[unit]);
-  return back ? base + ((size_t)(unit + 1 - back) << xmc_unit_shift) : nullptr;
+// The map's entry for unit `unit` of region `region`.
+__device__ __forceinline__ uint32_t xmc_map_entry(uint32_t region, uint32_t unit) {
+  return xmc_map_load(&xmc_c_heap.regions[region].map[unit]);
+}
+
+// The chunk that entry `back` of unit `unit` names, or nullptr.
+__device__ __forceinline__ char *xmc_map_chunk(uint32_t region, uint32_t unit, uint32_t back) {
+  return back ? xmc_c_heap.regions[region].base + ((size_t)(unit + 1 - back) << xmc_unit_shift) : nullptr;
 }
 
 // Records that a compartment of `chunk` (in region `region`) starts at `p`.

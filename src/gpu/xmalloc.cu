@@ -3,7 +3,8 @@
 // coalesced into one chunk, the others are grouped by size class so that one
 // lane acts for each class, and requests above the largest class go to the
 // Memoryblock heap one by one. xmcFree looks the pointer up in the unit map
-// (compartments) or reads the word in front of it to learn what it frees.
+// (compartments) and the Superblock map (Basicblocks), and reads the word in
+// front of it only for other blocks.
 //
 // All stages are header-only and meet in this one translation unit, so the
 // whole path from xmcMalloc down to the FIFO is inlined without device LTO;
@@ -39,8 +40,7 @@ static __device__ void *xmc_malloc_chunks(unsigned rest, size_t size) {
   if (large) return xmc_malloc_large(size);
   const int cls = xmc_class_of((uint32_t)size);
   const unsigned group = xmc_warp_match(classed, (uint64_t)cls);
-  char *chunk = xmc_buffer_get_warp(group, cls);
-  if (chunk) atomicOr((unsigned long long *)xmc_chunk_tag(chunk), xmc_tag::live);  // handed out whole
+  char *chunk = xmc_buffer_get_warp(group, cls, true);
   const unsigned served = xmc_warp_ballot(group, chunk != nullptr);
   if ((int)xmc_lane_id() == xmc_warp_leader(group)) {
     xmc_sm_stats *st = xmc_stats_here();
@@ -67,36 +67,64 @@ __device__ void *xmcMalloc(size_t size) {
 
 // ---- free --------------------------------------------------------------------------
 
-// What a pointer names: a compartment of a coalesced chunk, a chunk handed
-// out whole (a Basicblock, or a class or large Memoryblock), nothing (NULL),
-// or nothing of ours (counted as an invalid free).
-enum xmc_what : uint32_t { xmc_none, xmc_compartment, xmc_whole, xmc_invalid };
+// What a pointer names: a compartment of a coalesced chunk, a Basicblock
+// handed out whole, another chunk handed out whole (a class or large
+// Memoryblock), nothing (NULL), or nothing of ours (counted as an invalid
+// free).
+enum xmc_what : uint32_t { xmc_none, xmc_compartment, xmc_basicblock, xmc_whole, xmc_invalid };
 
 struct xmc_block {
   xmc_what what;
-  int index;        // compartment: its index in its chunk
-  char *at;         // compartment: its chunk; whole: the block (an aligned pointer's, shifted back)
-  uint64_t word;    // compartment: the chunk's word; whole: its tag
+  int index;        // compartment: its index in its chunk; Basicblock: in its Superblock
+  char *at;         // compartment: its chunk; otherwise the block (an aligned pointer's, shifted back)
+  uint64_t word;    // compartment: the chunk's word; Basicblock: its class; whole: its tag
 };
 
-// Looks `p` up: the unit map first (a compartment has no header), then the
-// word in front of it. An xmcAlignedAlloc pointer leads back to its block
-// once.
+// Whether `chunk` (unit-map-named) is handed out whole now: a compartment
+// pointer whose live bit is clear is then a pointer into that block, not a
+// compartment freed twice. Off the fast path: reads the chunk's tag.
+static __device__ __noinline__ bool xmc_chunk_is_whole(char *chunk) {
+  const uint64_t tag = xmc_atomic64(*xmc_chunk_tag(chunk)).load(cuda::memory_order_relaxed);
+  if (tag & xmc_tag::live || xmc_tag::kind(tag) != xmc_kind_basic) return tag & xmc_tag::live;
+  const uint32_t live = xmc_atomic32(xmc_sb_of(xmc_sb_holding(chunk, tag))->live).load(cuda::memory_order_relaxed);
+  return live >> xmc_tag::index(tag) & 1;
+}
+
+// The compartment of the chunk that unit map entry `back` names, if `p` is
+// one: a live one, or one freed already while its chunk is not handed out
+// whole (a double free, counted when released).
+static __device__ int xmc_compartment_of(uint32_t region, uint32_t unit, uint32_t back, char *p, char **chunk,
+                                         uint64_t *w) {
+  if (!(*chunk = xmc_map_chunk(region, unit, back))) return -1;
+  *w = *xmc_coalesced_word_of(*chunk);
+  const int index = xmc_compartment_index(*chunk, *w, p);
+  if (index < 0 || (xmc_coalesced::live(*w) >> index & 1)) return index;
+  return xmc_chunk_is_whole(*chunk) ? -1 : index;
+}
+
+// Looks `p` up: the unit map (a compartment has no header), then the
+// Superblock map (a Basicblock), both compact, then the word in front of
+// it. An xmcAlignedAlloc pointer leads back to its block once. (The
+// Superblock map read beside the unit map made MilThreads slower, not
+// Basicblock frees faster.)
 static __device__ xmc_block xmc_block_of(char *p) {
   if (!p) return {xmc_none};
+  const xmc_heap &h = xmc_c_heap;
   for (int pass = 0; pass < 2; ++pass) {
     const int region = xmc_region_holding(p);
     // Every block starts 16-byte aligned; the word in front of any other
     // pointer is not read (a misaligned load would fault).
-    if (region < 0 || ((uintptr_t)p & 15) || p - xmc_c_heap.regions[region].base < (ptrdiff_t)xmc_chunk_header)
-      break;
-    if (char *chunk = xmc_c_heap.coalescing ? xmc_map_chunk(region, p) : nullptr) {
-      const uint64_t w = *xmc_coalesced_word_of(chunk), tag = *xmc_chunk_tag(chunk);
-      const int index = tag & xmc_tag::live ? -1 : xmc_compartment_index(chunk, w, p);
-      if (index >= 0) return {xmc_compartment, index, chunk, w};
-    }
+    if (region < 0 || ((uintptr_t)p & 15) || p - h.regions[region].base < (ptrdiff_t)xmc_chunk_header) break;
+    const uint32_t unit = xmc_unit_in(h.regions[region].base, p);
+    const uint32_t back = h.coalescing ? xmc_map_entry(region, unit) : 0;
+    char *chunk;
+    uint64_t w;
+    int index = xmc_compartment_of(region, unit, back, p, &chunk, &w);
+    if (index >= 0) return {xmc_compartment, index, chunk, w};
+    const xmc_sb_at sb = xmc_sb_map_decode(h.superblocks ? xmc_sb_map_load(region, unit) : 0, unit);
+    if ((index = xmc_sb_block_index(region, sb, p)) >= 0) return {xmc_basicblock, index, p, (uint64_t)sb.cls};
     const uint64_t hdr = *(uint64_t *)(p - 8);
-    if (xmc_tag::magic(hdr) == xmc_magic_chunk) return {xmc_whole, -1, p, hdr};
+    if (xmc_tag::magic(hdr) == xmc_magic_chunk && xmc_tag::kind(hdr) != xmc_kind_basic) return {xmc_whole, -1, p, hdr};
     if (xmc_tag::magic(hdr) != xmc_magic_aligned) break;
     p -= xmc_shift::offset(hdr);
   }
@@ -111,7 +139,7 @@ static __device__ bool xmc_chunk_unlive(char *chunk, uint64_t *tag) {
   return xmc_tag::magic(t) == xmc_magic_chunk && (t & xmc_tag::live);
 }
 
-// A chunk handed out whole, by the calling lane alone.
+// A class or large Memoryblock handed out whole.
 static __device__ void xmc_free_chunk(char *chunk) {
   uint64_t t;
   if (!xmc_chunk_unlive(chunk, &t)) {
@@ -131,39 +159,53 @@ static __device__ void xmc_free_compartments(unsigned group, const xmc_block &b)
   if (cls >= 0) xmc_coalesce_recycle(b.at, cls);
 }
 
-// Lanes of `group` free Basicblocks of one Superblock: one atomic gives them
-// all back to it (bypassing the buffers, which a single chunk would take).
-static __device__ void xmc_free_basicblocks(unsigned group, const xmc_block &b) {
-  char *chunk = b.at - xmc_chunk_header;
+// Clears the live mark of a Basicblock freed alone: in its tag (taken from
+// the buffers), else in its Superblock's mask. False: it was not live.
+static __device__ bool xmc_basicblock_unlive(char *chunk, xmc_mb *mb, uint32_t index) {
   uint64_t t;
-  const bool ok = xmc_chunk_unlive(chunk, &t);
-  const unsigned freed = xmc_warp_ballot(group, ok);
-  const uint32_t bits = xmc_warp_or(group, ok ? 1u << xmc_tag::index(b.word) : 0);
-  if ((int)xmc_lane_id() != xmc_warp_leader(group)) return;
-  xmc_sm_stats *st = xmc_stats_here();
-  xmc_stats_add(&st->invalid, __popc(group) - __popc(freed));
-  if (!bits) return;
-  xmc_stats_count_frees(st, xmc_tag::cls(b.word), __popc(freed));
-  xmc_sb_return_bits(xmc_sb_holding(chunk, b.word), xmc_tag::cls(b.word), bits);
+  return xmc_chunk_unlive(chunk, &t) || xmc_sb_unmark_live(mb, 1u << index);
 }
 
-// The header word of a Basicblock handed out whole.
-static __device__ bool xmc_is_basicblock(uint64_t hdr) {
-  return xmc_tag::magic(hdr) == xmc_magic_chunk && xmc_tag::kind(hdr) == xmc_kind_basic;
+// Lanes of `group` free Basicblocks of one Superblock. A lane alone parks
+// its block in the buffers. More clear the live marks in the Superblock's
+// mask with one atomic (the lanes whose blocks came from the buffers clear
+// their tags instead) and give the blocks straight back to it with one more.
+static __device__ void xmc_free_basicblocks(unsigned group, const xmc_block &b) {
+  const int cls = (int)b.word;
+  char *chunk = b.at - xmc_chunk_header;
+  xmc_mb *mb = xmc_sb_holding(chunk, cls, b.index);
+  if (__popc(group) == 1) {
+    if (xmc_basicblock_unlive(chunk, mb, b.index)) return xmc_buffer_put(chunk, cls, xmc_region_of(chunk));
+    atomicAdd(&xmc_stats_here()->invalid, 1ull);
+    return;
+  }
+  const int leader = xmc_warp_leader(group);
+  const uint32_t bits = xmc_warp_or(group, 1u << b.index);
+  uint32_t freed = 0;
+  if ((int)xmc_lane_id() == leader) freed = xmc_sb_unmark_live(mb, bits);
+  freed = __shfl_sync(group, freed, leader);
+  uint64_t t;
+  const bool by_tag = !(freed >> b.index & 1) && xmc_chunk_unlive(chunk, &t);
+  freed |= xmc_warp_or(group, by_tag ? 1u << b.index : 0);
+  if ((int)xmc_lane_id() != leader) return;
+  xmc_sm_stats *st = xmc_stats_here();
+  xmc_stats_add(&st->invalid, __popc(group) - __popc(freed));
+  if (!freed) return;
+  xmc_stats_count_frees(st, cls, __popc(freed));
+  xmc_sb_return_bits(mb, cls, freed);
 }
 
 // What lanes free together: the compartments of one chunk, the Basicblocks
 // of one Superblock; any other pointer alone. The kind is part of the key,
-// so that pointers of different kinds never meet in one group (a Superblock
-// starts on a unit, a whole chunk's payload never does).
+// so that pointers of different kinds never meet in one group (a
+// Superblock starts on a unit, a compartment's chunk too, but the kinds
+// differ).
 static __device__ uint64_t xmc_free_key(const xmc_block &b) {
   const char *key = b.at;
-  if (b.what == xmc_whole && xmc_is_basicblock(b.word)) key = (char *)xmc_sb_holding(b.at - xmc_chunk_header, b.word);
+  if (b.what == xmc_basicblock) key = (char *)xmc_sb_holding(b.at - xmc_chunk_header, (int)b.word, b.index);
   return (uint64_t)key ^ (uint64_t)b.what << 56;
 }
 
-// Lanes freeing compartments of one chunk release them with one atomic;
-// lanes freeing Basicblocks of one Superblock return them at once.
 __device__ void xmcFree(void *ptr) {
   const unsigned active = __activemask();
   const xmc_block b = xmc_block_of((char *)ptr);
@@ -171,9 +213,8 @@ __device__ void xmcFree(void *ptr) {
   switch (b.what) {
   case xmc_none: return;
   case xmc_compartment: return xmc_free_compartments(group, b);
-  case xmc_whole:
-    if (__popc(group) > 1 && xmc_is_basicblock(b.word)) return xmc_free_basicblocks(group, b);
-    return xmc_free_chunk(b.at - xmc_chunk_header);
+  case xmc_basicblock: return xmc_free_basicblocks(group, b);
+  case xmc_whole: return xmc_free_chunk(b.at - xmc_chunk_header);
   default: atomicAdd(&xmc_stats_here()->invalid, 1ull);
   }
 }
@@ -187,8 +228,9 @@ __device__ size_t xmcUsableSize(void *ptr) {
     const size_t bytes = xmc_coalesced::units(b.word) * 16;
     return b.at + xmc_chunk_header + (b.index + 1) * bytes - p;
   }
-  if (b.what != xmc_whole) return 0;
   const size_t shift = p - b.at;
+  if (b.what == xmc_basicblock) return xmc_class_body((int)b.word) - shift;
+  if (b.what != xmc_whole) return 0;
   if (xmc_tag::cls(b.word) != xmc_class_large) return xmc_class_body(xmc_tag::cls(b.word)) - shift;
   const xmc_mb *mb = (const xmc_mb *)(b.at - xmc_chunk_header);
   return ((size_t)mb->size_units << xmc_unit_shift) - xmc_chunk_header - shift;

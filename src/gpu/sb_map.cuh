@@ -1,0 +1,90 @@
+// gpu/sb_map.cuh: finding a Basicblock's Superblock by address, without
+// touching the block. Each region keeps one 32-bit entry per granule of 32
+// units (2 KiB). A Superblock is longer than a granule, so at most two meet
+// any granule: the one covering its first byte (field A: distance back to
+// its start, in units, and its class) and one starting inside it (field B:
+// its offset in the granule, and its class). The Superblock's creator sets
+// the fields of every granule it meets; they are cleared before its memory
+// goes back to the Memoryblock heap. Neighbours share an entry, so fields
+// are set and cleared with atomic OR and AND.
+//
+//   entry:  back A:14 | class A + 1:6 | offset B:5 | class B + 1:6 | 0:1
+//           (class 0: no Superblock)
+//
+// xmcFree reads the entry beside the unit map's byte (both compact, loaded
+// together); with the class it finds the block's index by arithmetic and
+// frees it with one atomic on the Superblock's live mask.
+#pragma once
+#include "heap.cuh"
+#include "size_class.cuh"
+
+constexpr unsigned xmc_granule_shift = 5;  // units per granule: 32
+constexpr unsigned xmc_granule_units = 1u << xmc_granule_shift;
+static_assert(xmc_sb_units(0) > xmc_granule_units, "a Superblock is longer than a granule");
+static_assert(xmc_sb_units(xmc_classes - 1) < (1u << 14), "field A's distance fits 14 bits");
+
+struct xmc_sb_field {
+  static __host__ __device__ constexpr uint32_t a(uint32_t back, int cls) { return back | (uint32_t)(cls + 1) << 14; }
+  static __host__ __device__ constexpr uint32_t b(uint32_t offset, int cls) {
+    return offset << 20 | (uint32_t)(cls + 1) << 25;
+  }
+  static constexpr uint32_t a_mask = (1u << 20) - 1, b_mask = ((1u << 11) - 1) << 20;
+};
+
+// A Superblock found from an address: its Memoryblock's unit and its class
+// (cls < 0: none).
+struct xmc_sb_at {
+  uint32_t unit;
+  int cls;
+};
+
+__device__ __forceinline__ uint32_t *xmc_sb_map_entry(uint32_t region, uint32_t unit) {
+  return &xmc_c_heap.regions[region].sb_map[unit >> xmc_granule_shift];
+}
+
+// The entry of the granule holding `unit`, read relaxed (neighbours update
+// other fields of it).
+__device__ __forceinline__ uint32_t xmc_sb_map_load(uint32_t region, uint32_t unit) {
+  uint32_t v;
+  asm volatile("ld.relaxed.gpu.global.u32 %0, [%1];"
+               : "=r"(v)
+               : "l"(__cvta_generic_to_global(xmc_sb_map_entry(region, unit)))
+               : "memory");
+  return v;
+}
+
+// The same by a plain load, for a block the caller holds: its Superblock's
+// fields were written before the block reached the caller, and a plain load
+// may hit in the SM's L1.
+__device__ __forceinline__ uint32_t xmc_sb_map_peek(uint32_t region, uint32_t unit) {
+  return *xmc_sb_map_entry(region, unit);
+}
+
+// The Superblock that `entry` (of the granule holding `unit`) names for
+// that unit, if any; the caller checks that the unit lies inside it.
+__device__ __forceinline__ xmc_sb_at xmc_sb_map_decode(uint32_t entry, uint32_t unit) {
+  const uint32_t first = unit & ~(xmc_granule_units - 1);
+  const uint32_t offset_b = entry >> 20 & 31, cls_b = entry >> 25 & 63;
+  if (cls_b && unit - first >= offset_b) return {first + offset_b, (int)cls_b - 1};
+  const uint32_t back_a = entry & ((1u << 14) - 1), cls_a = entry >> 14 & 63;
+  return {first - back_a, (int)cls_a - 1};
+}
+
+// Sets (`set`) or clears the fields of Superblock `mb` (`units` long, class
+// `cls`) in every granule it meets. Only the granules at its two ends may
+// hold a neighbour's field too; those take an atomic, the others a store.
+__device__ inline void xmc_sb_map_update(const xmc_mb *mb, uint32_t units, int cls, bool set) {
+  const uint32_t region = xmc_tag::region(mb->tag);
+  uint32_t *map = xmc_c_heap.regions[region].sb_map;
+  const uint32_t start = xmc_unit_in(xmc_c_heap.regions[region].base, (const char *)mb), end = start + units;
+  uint32_t g = start >> xmc_granule_shift;
+  if (start & (xmc_granule_units - 1)) {
+    const uint32_t field = xmc_sb_field::b(start & (xmc_granule_units - 1), cls);
+    set ? atomicOr(&map[g], field) : atomicAnd(&map[g], ~xmc_sb_field::b_mask);
+    ++g;
+  }
+  for (; (g + 1) << xmc_granule_shift <= end; ++g)
+    xmc_atomic32(map[g]).store(set ? xmc_sb_field::a((g << xmc_granule_shift) - start, cls) : 0, cuda::memory_order_relaxed);
+  if (g << xmc_granule_shift < end)
+    set ? atomicOr(&map[g], xmc_sb_field::a((g << xmc_granule_shift) - start, cls)) : atomicAnd(&map[g], ~xmc_sb_field::a_mask);
+}
