@@ -63,11 +63,11 @@ xmcError xmc_host_add_regions(xmc_host_heap *host, size_t bytes) {
       return err;
     }
     // Blocks, then the unit map (a byte per unit) and the Superblock map (a
-    // word per 32 units) at the very end; a multiple of 64 units, so that
-    // both maps are aligned.
+    // word per 32 units) at the very end; a multiple of 128 units, so that
+    // the unit map starts on a unit and the Superblock map on 16 bytes.
     xmc_region region{};
     region.base = (char *)base;
-    region.units = (uint32_t)(take * 8 / (8 * (xmc_unit + 1) + 1)) & ~(xmc_unit - 1);
+    region.units = (uint32_t)(take * 8 / (8 * (xmc_unit + 1) + 1)) & ~127u;
     region.sb_map = (uint32_t *)((char *)base + take) - region.units / 32;
     region.map = (uint8_t *)region.sb_map - region.units;
     region.free_head = xmc_nil;

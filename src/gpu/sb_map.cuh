@@ -83,8 +83,10 @@ __device__ inline void xmc_sb_map_update(const xmc_mb *mb, uint32_t units, int c
     set ? atomicOr(&map[g], field) : atomicAnd(&map[g], ~xmc_sb_field::b_mask);
     ++g;
   }
-  for (; (g + 1) << xmc_granule_shift <= end; ++g)
-    xmc_atomic32(map[g]).store(set ? xmc_sb_field::a((g << xmc_granule_shift) - start, cls) : 0, cuda::memory_order_relaxed);
+  auto value = [&](uint32_t k) { return set ? xmc_sb_field::a((k << xmc_granule_shift) - start, cls) : 0u; };
+  for (; (g & 3) && (g + 1) << xmc_granule_shift <= end; ++g) map[g] = value(g);
+  for (; (g + 4) << xmc_granule_shift <= end; g += 4) *(uint4 *)&map[g] = make_uint4(value(g), value(g + 1), value(g + 2), value(g + 3));
+  for (; (g + 1) << xmc_granule_shift <= end; ++g) map[g] = value(g);
   if (g << xmc_granule_shift < end)
     set ? atomicOr(&map[g], xmc_sb_field::a((g << xmc_granule_shift) - start, cls)) : atomicAnd(&map[g], ~xmc_sb_field::a_mask);
 }
