@@ -38,8 +38,11 @@ struct xmc_sb_at {
   int cls;
 };
 
+// The Superblock map of a region follows its unit map.
+__device__ __forceinline__ uint32_t *xmc_sb_map_of(const xmc_region &r) { return (uint32_t *)(r.map + r.units); }
+
 __device__ __forceinline__ uint32_t *xmc_sb_map_entry(uint32_t region, uint32_t unit) {
-  return &xmc_c_heap.regions[region].sb_map[unit >> xmc_granule_shift];
+  return &xmc_sb_map_of(xmc_c_heap.regions[region])[unit >> xmc_granule_shift];
 }
 
 // The entry of the granule holding `unit`, read relaxed (neighbours update
@@ -75,7 +78,7 @@ __device__ __forceinline__ xmc_sb_at xmc_sb_map_decode(uint32_t entry, uint32_t 
 // hold a neighbour's field too; those take an atomic, the others a store.
 __device__ inline void xmc_sb_map_update(const xmc_mb *mb, uint32_t units, int cls, bool set) {
   const uint32_t region = xmc_tag::region(mb->tag);
-  uint32_t *map = xmc_c_heap.regions[region].sb_map;
+  uint32_t *map = xmc_sb_map_of(xmc_c_heap.regions[region]);
   const uint32_t start = xmc_unit_in(xmc_c_heap.regions[region].base, (const char *)mb), end = start + units;
   uint32_t g = start >> xmc_granule_shift;
   if (start & (xmc_granule_units - 1)) {

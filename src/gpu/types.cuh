@@ -141,8 +141,8 @@ struct alignas(64) xmc_fifo {
 // lock-free. The free list is guarded by the region's lock.
 struct xmc_region {
   char *base;
-  uint8_t *map;                    // one byte per unit (unit_map.cuh), after the units
-  uint32_t *sb_map;                // one word per 32 units (sb_map.cuh), ending the region's memory
+  uint8_t *map;                    // one byte per unit (unit_map.cuh), after the units; then the
+                                   // Superblock map, a word per 32 units (sb_map.cuh), ends the region
   uint32_t units;
   uint32_t free_head;              // unit index of the first free Memoryblock, xmc_nil if none
   unsigned long long top;          // units carved from the wilderness (may overshoot `units`)
