@@ -56,13 +56,6 @@ __device__ __forceinline__ uint32_t xmc_sb_map_load(uint32_t region, uint32_t un
   return v;
 }
 
-// The same by a plain load, for a block the caller holds: its Superblock's
-// fields were written before the block reached the caller, and a plain load
-// may hit in the SM's L1.
-__device__ __forceinline__ uint32_t xmc_sb_map_peek(uint32_t region, uint32_t unit) {
-  return *xmc_sb_map_entry(region, unit);
-}
-
 // The Superblock that `entry` (of the granule holding `unit`) names for
 // that unit, if any; the caller checks that the unit lies inside it.
 __device__ __forceinline__ xmc_sb_at xmc_sb_map_decode(uint32_t entry, uint32_t unit) {

@@ -80,33 +80,23 @@ struct xmc_block {
   uint64_t word;    // compartment: the chunk's word; Basicblock: its class; whole: its tag
 };
 
-// Whether `chunk` (unit-map-named) is handed out whole now: a compartment
-// pointer whose live bit is clear is then a pointer into that block, not a
-// compartment freed twice. Off the fast path: reads the chunk's tag.
-static __device__ __noinline__ bool xmc_chunk_is_whole(char *chunk) {
-  const uint64_t tag = xmc_atomic64(*xmc_chunk_tag(chunk)).load(cuda::memory_order_relaxed);
-  if (tag & xmc_tag::live || xmc_tag::kind(tag) != xmc_kind_basic) return tag & xmc_tag::live;
-  const uint32_t live = xmc_atomic32(xmc_sb_of(xmc_sb_holding(chunk, tag))->live).load(cuda::memory_order_relaxed);
-  return live >> xmc_tag::index(tag) & 1;
-}
-
-// The compartment of the chunk that unit map entry `back` names, if `p` is
-// one: a live one, or one freed already while its chunk is not handed out
-// whole (a double free, counted when released).
-static __device__ int xmc_compartment_of(uint32_t region, uint32_t unit, uint32_t back, char *p, char **chunk,
-                                         uint64_t *w) {
-  if (!(*chunk = xmc_map_chunk(region, unit, back))) return -1;
-  *w = *xmc_coalesced_word_of(*chunk);
-  const int index = xmc_compartment_index(*chunk, *w, p);
-  if (index < 0 || (xmc_coalesced::live(*w) >> index & 1)) return index;
-  return xmc_chunk_is_whole(*chunk) ? -1 : index;
+// A chunk's payload, by its tag: a Basicblock (its class and index), another
+// chunk handed out whole, or nothing of ours. Whether it is live is the
+// free's to find out.
+static __device__ xmc_block xmc_chunk_block(char *p, uint64_t tag) {
+  if (xmc_tag::magic(tag) != xmc_magic_chunk) return {xmc_invalid};
+  if (xmc_tag::kind(tag) == xmc_kind_basic) return {xmc_basicblock, (int)xmc_tag::index(tag), p, (uint64_t)xmc_tag::cls(tag)};
+  return {xmc_whole, -1, p, tag};
 }
 
 // Looks `p` up: the unit map (a compartment has no header), then the
 // Superblock map (a Basicblock), both compact, then the word in front of
-// it. An xmcAlignedAlloc pointer leads back to its block once. (The
-// Superblock map read beside the unit map made MilThreads slower, not
-// Basicblock frees faster.)
+// it. An xmcAlignedAlloc pointer leads back to its block once. A chunk
+// once shared by compartments stays in the unit map: its payload is its
+// first compartment's too, and while that is not live it is the chunk's
+// (handed out whole, or a compartment freed twice), told by the tag loaded
+// beside the chunk's word. (The Superblock map read beside the unit map
+// made MilThreads slower, not Basicblock frees faster.)
 static __device__ xmc_block xmc_block_of(char *p) {
   if (!p) return {xmc_none};
   const xmc_heap &h = xmc_c_heap;
@@ -116,13 +106,15 @@ static __device__ xmc_block xmc_block_of(char *p) {
     // pointer is not read (a misaligned load would fault).
     if (region < 0 || ((uintptr_t)p & 15) || p - h.regions[region].base < (ptrdiff_t)xmc_chunk_header) break;
     const uint32_t unit = xmc_unit_in(h.regions[region].base, p);
-    const uint32_t back = h.coalescing ? xmc_map_entry(region, unit) : 0;
-    char *chunk;
-    uint64_t w;
-    int index = xmc_compartment_of(region, unit, back, p, &chunk, &w);
-    if (index >= 0) return {xmc_compartment, index, chunk, w};
+    if (char *chunk = h.coalescing ? xmc_map_chunk(region, unit, xmc_map_entry(region, unit)) : nullptr) {
+      const uint64_t w = *xmc_coalesced_word_of(chunk), tag = *xmc_chunk_tag(chunk);
+      const int index = xmc_compartment_index(chunk, w, p);
+      if (index > 0 || (index == 0 && (xmc_coalesced::live(w) & 1))) return {xmc_compartment, index, chunk, w};
+      if (index == 0) return xmc_chunk_block(p, tag);
+    }
     const xmc_sb_at sb = xmc_sb_map_decode(h.superblocks ? xmc_sb_map_load(region, unit) : 0, unit);
-    if ((index = xmc_sb_block_index(region, sb, p)) >= 0) return {xmc_basicblock, index, p, (uint64_t)sb.cls};
+    int index = xmc_sb_block_index(region, sb, p);
+    if (index >= 0) return {xmc_basicblock, index, p, (uint64_t)sb.cls};
     const uint64_t hdr = *(uint64_t *)(p - 8);
     if (xmc_tag::magic(hdr) == xmc_magic_chunk && xmc_tag::kind(hdr) != xmc_kind_basic) return {xmc_whole, -1, p, hdr};
     if (xmc_tag::magic(hdr) != xmc_magic_aligned) break;
