@@ -326,6 +326,45 @@ TEST_F(XmcApi, DoubleFreeWithinOneCallIsCountedNotApplied) {
   }
 }
 
+// A warp's 32 coalesced 16-byte blocks share one 512-byte chunk; freed, the
+// chunk is parked, and lane 0 asking for 512 bytes alone takes it back
+// whole. The unit map still names the chunk, so its payload is also its
+// first compartment's: xmcFree must free the whole block once and count a
+// second free of it as invalid.
+__global__ void k_coalesced_then_whole(void **out) {
+  void *p = xmcMalloc(16);
+  if (threadIdx.x == 0) out[0] = p;
+  __syncwarp();
+  xmcFree(p);
+  __syncwarp();
+  if (threadIdx.x == 0) out[1] = xmcMalloc(512);
+}
+
+__global__ void k_free_at(void **ptrs, int i) { xmcFree(ptrs[i]); }
+
+TEST_F(XmcApi, AChunkOnceSharedIsFreedWholeOnce) {
+  init(16 << 20);
+  DeviceArray<void *> ptrs(2);
+  LAUNCH_OK(k_coalesced_then_whole<<<1, 32>>>(ptrs.ptr));
+  const std::vector<void *> got = ptrs.host();
+  ASSERT_NE(nullptr, got[1]);
+  EXPECT_EQ(got[0], got[1]) << "the parked chunk was not the one handed out: this test misses its path";
+  LAUNCH_OK(k_free_at<<<1, 1>>>(ptrs.ptr, 1));
+  LAUNCH_OK(k_free_at<<<1, 1>>>(ptrs.ptr, 1));
+  xmcStats st;
+  XMC_OK(xmcGetStats(&st));
+  EXPECT_EQ(1u, st.invalid_frees);
+  EXPECT_EQ(0u, st.bytes_in_use) << gt_unbalanced(st);
+  // Given back once, the chunk is handed out once.
+  LAUNCH_OK(k_malloc_one<<<1, 2>>>(ptrs.ptr, 512));
+  const std::vector<void *> again = ptrs.host();
+  EXPECT_NE(again[0], again[1]);
+  LAUNCH_OK(k_free_each<<<1, 2>>>(ptrs.ptr));
+  XMC_OK(xmcGetStats(&st));
+  EXPECT_EQ(1u, st.invalid_frees);
+  EXPECT_EQ(0u, st.bytes_in_use) << gt_unbalanced(st);
+}
+
 __device__ uint64_t gt_not_heap[64];
 
 // A full warp takes coalesced 16-byte blocks (zeroed), then frees a pointer
