@@ -65,10 +65,11 @@ xmcError xmc_host_add_regions(xmc_host_heap *host, size_t bytes) {
     // Blocks, then the unit map (a byte per unit) and the Superblock map (a
     // word per 32 units) at the very end; a multiple of 128 units, so that
     // the unit map starts on a unit and the Superblock map on 16 bytes.
+    // Each unit takes 64 + 1 + 4/32 bytes: 521 per 8 units.
     xmc_region region{};
     region.base = (char *)base;
     region.units = (uint32_t)(take * 8 / (8 * (xmc_unit + 1) + 1)) & ~127u;
-    region.map = (uint8_t *)base + take - region.units / 32 * sizeof(uint32_t) - region.units;
+    region.map = (uint8_t *)base + take - xmc_region_map_bytes(region.units);
     region.free_head = xmc_nil;
     xmc_heap_add_region_kernel<<<1, 1>>>(region);
     if (xmcError err = xmc_from_cuda(cudaDeviceSynchronize())) {
@@ -229,7 +230,7 @@ xmcError xmcGetStats(xmcStats *out) {
   unsigned long long held = 0;
   for (uint32_t i = 0; i < h.num_regions; ++i) {
     const xmc_region &r = h.regions[i];
-    out->heap_bytes += (size_t)(r.map + r.units + r.units / 32 * sizeof(uint32_t) - (uint8_t *)r.base);  // the maps included
+    out->heap_bytes += (size_t)(r.map + xmc_region_map_bytes(r.units) - (uint8_t *)r.base);  // the maps included
     held += xmc_region_held(r.top, r.units, r.free_units);
   }
   out->bytes_free = ((size_t)h.total_units - held) << xmc_unit_shift;

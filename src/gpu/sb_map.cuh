@@ -11,15 +11,14 @@
 //   entry:  back A:14 | class A + 1:6 | offset B:5 | class B + 1:6 | 0:1
 //           (class 0: no Superblock)
 //
-// xmcFree reads the entry beside the unit map's byte (both compact, loaded
-// together); with the class it finds the block's index by arithmetic and
-// frees it with one atomic on the Superblock's live mask.
+// xmcFree reads the entry when the unit map names no compartment; with the
+// class it finds the block's index by arithmetic and frees it with one
+// atomic on the Superblock's live mask. Granules and the map's size are in
+// types.cuh (the host lays the map out).
 #pragma once
 #include "heap.cuh"
 #include "size_class.cuh"
 
-constexpr unsigned xmc_granule_shift = 5;  // units per granule: 32
-constexpr unsigned xmc_granule_units = 1u << xmc_granule_shift;
 static_assert(xmc_sb_units(0) > xmc_granule_units, "a Superblock is longer than a granule");
 static_assert(xmc_sb_units(xmc_classes - 1) < (1u << 14), "field A's distance fits 14 bits");
 

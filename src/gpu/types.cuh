@@ -21,6 +21,8 @@ constexpr unsigned xmc_max_regions = 16;    // heap regions (xmcInit's, then one
 constexpr unsigned xmc_region_unit_bits = 28;
 constexpr uint64_t xmc_max_region_bytes = (uint64_t)1 << (xmc_region_unit_bits + xmc_unit_shift);
 constexpr unsigned xmc_nil = 0xffffffffu;   // "none" for unit indices and FIFO payloads
+constexpr unsigned xmc_granule_shift = 5;   // Superblock map: one word per 32 units (sb_map.cuh)
+constexpr unsigned xmc_granule_units = 1u << xmc_granule_shift;
 
 constexpr int xmc_classes = 56;             // 8 classes up to 256 B, then 8 per doubling to 16 KiB
 constexpr unsigned xmc_class_max_body = 16384;
@@ -150,6 +152,12 @@ struct xmc_region {
   int lock;
   uint32_t pad;
 };
+
+// Bytes of a region's maps, after its `units` units: the unit map, a byte
+// per unit, then the Superblock map, a word per granule.
+__host__ __device__ constexpr size_t xmc_region_map_bytes(uint32_t units) {
+  return units + (size_t)(units >> xmc_granule_shift) * sizeof(uint32_t);
+}
 
 // Units a region holds: carved (top may overshoot the end) and not on its
 // free list. Device code passes atomic reads, xmcGetStats a copy.

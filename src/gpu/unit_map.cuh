@@ -6,8 +6,9 @@
 // stays true while the Superblock (or class Memoryblock) holding the chunk
 // keeps its layout, whoever uses the chunk next, and is cleared when that
 // goes back to the Memoryblock heap. So a chunk handed out whole may still
-// be named (xmcFree then finds its compartment's live bit clear and asks the
-// chunk's live marks). The map follows the region's units (host.cu).
+// be named: its payload is then also its first compartment's, not live, and
+// xmcFree reads the chunk's tag to tell them apart (xmalloc.cu). The map
+// follows the region's units (host.cu).
 #pragma once
 #include <cuda/atomic>
 #include "heap.cuh"

@@ -2,9 +2,9 @@
 // buffers (src/gpu/fifo.cuh) on its own. Alone, it is first in first out,
 // holds as many messages as it has slots and says so when full or empty. Under
 // contention (many warps, diverged: some lanes enqueue while the others of
-// their warp dequeue as a group, all on one small FIFO so that CAS retries
-// and wrap-arounds are constant), every payload enqueued comes out exactly
-// once.
+// their warp dequeue as a group, all on one small FIFO so that dequeue CAS
+// retries, a full FIFO and wrap-arounds are constant), every
+// payload enqueued comes out exactly once.
 #include "gpu_test.cuh"
 #include "fifo.cuh"
 
