@@ -99,16 +99,18 @@ def rss_rows(med, cases, threads, allocs):
 
 
 def trace_rows(trace_results, allocs):
-    """Single-threaded trace results: per trace, utilization and Kops/s of
-    each allocator."""
+    """Single-threaded trace results: per trace, utilization, Kops/s (repeated
+    replays) and first-replay Kops/s (each on a fresh heap) of each allocator."""
     by = {(r["trace"], r["allocator"]): r for r in trace_results if r["threads"] == 1 and r.get("trace")}
     names = sorted({r["trace"] for r in trace_results if r.get("trace")})
-    head = ["trace"] + [f"{a.name} util" for a in allocs] + [f"{a.name} Kops/s" for a in allocs]
+    head = (["trace"] + [f"{a.name} util" for a in allocs] + [f"{a.name} Kops/s" for a in allocs]
+            + [f"{a.name} first Kops/s" for a in allocs])
     rows = []
     for n in names:
         cells = [by.get((n, a.name)) for a in allocs]
+        number = lambda r, key: f"{r[key]:.0f}" if r and r.get(key) is not None else "-"
         rows.append([n] + [f"{r['util'] * 100:.1f}%" if r and r.get("util") is not None else "-" for r in cells]
-                    + [f"{r['kops']:.0f}" if r and r.get("kops") is not None else "-" for r in cells])
+                    + [number(r, "kops") for r in cells] + [number(r, "first_kops") for r in cells])
     return head, rows
 
 
@@ -133,20 +135,20 @@ def trace_mean_util(trace_results, alloc):
     return statistics.mean(us) if us else None
 
 
-def trace_throughput(trace_results, alloc, threads):
+def trace_throughput(trace_results, alloc, threads, key="kops"):
     """malloc-lab's figure: all requests over all replay time, in Kops/s."""
     rs = [r for r in trace_results
-          if r["allocator"] == alloc and r["threads"] == threads and r.get("kops")]
+          if r["allocator"] == alloc and r["threads"] == threads and r.get(key)]
     if not rs:
         return None
-    return sum(r["ops"] * threads for r in rs) / sum(r["ops"] * threads / r["kops"] for r in rs)
+    return sum(r["ops"] * threads for r in rs) / sum(r["ops"] * threads / r[key] for r in rs)
 
 
-def trace_kops_ratios(trace_results, peer, threads):
+def trace_kops_ratios(trace_results, peer, threads, key="kops"):
     """manymalloc's Kops/s over the peer's, per trace: the aggregate above is
     dominated by the slowest traces, these weigh every trace alike."""
-    kops = {(r["trace"], r["allocator"]): r["kops"] for r in trace_results
-            if r["threads"] == threads and r.get("kops")}
+    kops = {(r["trace"], r["allocator"]): r[key] for r in trace_results
+            if r["threads"] == threads and r.get(key)}
     return [kops[(t, OURS)] / kops[(t, p)] for (t, p) in kops if p == peer and (t, OURS) in kops]
 
 
@@ -187,6 +189,13 @@ def headlines(med, cases, threads, allocs, trace_results):
                 per_trace = geomean(trace_kops_ratios(trace_results, "mimalloc", t))
                 out.append(f"Trace set throughput at {t} thread{'s' if t > 1 else ''}: manymalloc {ours_k:.0f} Kops/s "
                            f"vs mimalloc {mi_k:.0f} Kops/s (ratio **{ours_k / mi_k:.2f}**; "
+                           f"geometric mean of per-trace ratios {per_trace:.2f})")
+            ours_f = trace_throughput(trace_results, OURS, t, "first_kops")
+            mi_f = trace_throughput(trace_results, "mimalloc", t, "first_kops")
+            if ours_f and mi_f:
+                per_trace = geomean(trace_kops_ratios(trace_results, "mimalloc", t, "first_kops"))
+                out.append(f"Trace set first-replay throughput (fresh heap) at {t} thread{'s' if t > 1 else ''}: "
+                           f"manymalloc {ours_f:.0f} Kops/s vs mimalloc {mi_f:.0f} Kops/s (ratio **{ours_f / mi_f:.2f}**; "
                            f"geometric mean of per-trace ratios {per_trace:.2f})")
     if "mimalloc" in names:
         rss = {(c, t): ratio(med, c, t, "mimalloc", "rss_kib") for c in cases for t in threads}

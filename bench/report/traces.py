@@ -34,6 +34,7 @@ def run(build_dir, alloc, threads, reps, trace_files, repo):
             "trace": os.path.relpath(row["trace"], repo), "ops": int(row["ops"]), "valid": row["valid"] == "1",
             "util": float(row["util"]) if row["util"] else None,
             "kops": float(row["kops"]) if row["kops"] else None,
+            "first_kops": float(row["first_kops"]) if row.get("first_kops") else None,
         })
     if status != 0 and not any(not r["valid"] for r in rows):
         rows.append({"allocator": alloc.name, "threads": threads, "trace": None, "valid": False,

@@ -197,9 +197,9 @@ static mm_page_t *mm_heap_borrow(mm_heap_t *heap, unsigned size_class) {
  * peaked with 0.31 MB free in its two pages of 128-byte blocks).  A page
  * with only a few free blocks is left where it is: made current, it would
  * fill again at once (W2 ran 1.4% more instructions so). */
-static mm_page_t *mm_heap_queue_find_free(mm_page_t *page) {
+static mm_page_t *mm_heap_queue_find_free(mm_page_t *page, bool any) {
   for (; page != NULL; page = page->next) {
-    if (page->used * 4 > page->capacity * 3) continue;
+    if (!any && page->used * 4 > page->capacity * 3) continue;
     if (page->free == NULL) mm_page_collect(page);
     if (page->free != NULL) return page;
   }
@@ -217,8 +217,9 @@ mm_page_t *mm_heap_find_page(mm_heap_t *heap, unsigned size_class) {
   while (page != NULL) {
     mm_page_t *next = page->next;
     if (page->free == NULL) mm_page_collect(page);
-    if (page->free == NULL && page->capacity < page->reserved) { /* before the page grows */
-      mm_page_t *other = mm_heap_queue_find_free(next);
+    bool held_out = mm_page_holds_out(page); /* linking those faults memory in again: any free block first */
+    if (page->free == NULL && (page->capacity < page->reserved || held_out)) { /* before the page grows */
+      mm_page_t *other = mm_heap_queue_find_free(next, held_out);
       if (other != NULL) page = other;
       else if (size_class >= MM_BORROW_CLASS_FIRST && mm_page_carve_grows(page) &&
                (lender = mm_heap_borrow(heap, size_class)) != NULL)
@@ -256,23 +257,53 @@ void mm_heap_delayed_push(mm_heap_t *heap, mm_block_t *block) {
  * Giving memory back as the heap grows
  * ------------------------------------------------------------------------- */
 
-/* The heap took `units` of 4 KiB that were not resident (a page carved
- * further, a span taken from untouched memory).  Per MM_GROWN_BATCH units,
- * free spans that are resident go back to the OS in as many units (the
- * largest first, mm_span_purge).  A heap that grows while holding free
- * memory then stays nearer its live size, as glibc's does by handing a free
- * chunk to any size; purged memory faults in again when reused, which
- * happens only as often as the heap grows.  Empty pages kept for their
- * class are not shrunk: re-carving them faulted on every reuse (syn-array
- * and syn-mix at 0.7-0.8x mimalloc's throughput) for about 5 points of
- * cmake-configure's utilization. */
-#define MM_GROWN_BATCH 32
+/* The heap took `units` of 4 KiB that were never resident (a page carved
+ * further, a span reaching untouched memory).  Per MM_GROWN_BATCH units
+ * (with those below), the next malloc's slow path gives back as many
+ * (mm_heap_give_back_growth). */
 void mm_heap_grown(mm_heap_t *heap, size_t units) {
-  if (!mm_options.purge) return; /* MANYMALLOC_PURGE=0: keep everything committed */
-  heap->grown += units;
-  if (heap->grown < MM_GROWN_BATCH) return;
-  mm_span_purge(heap, heap->grown);
+  if (mm_options.purge) heap->grown += units; /* MANYMALLOC_PURGE=0: keep everything committed */
+}
+
+/* The heap faults in again `units` of 4 KiB that it gave back. */
+void mm_heap_refaulted(mm_heap_t *heap, size_t units) {
+  if (mm_options.purge) heap->refaulted += units;
+}
+
+/* Bytes in blocks of the heap, as its statistics last counted them. */
+static size_t mm_heap_in_use(const mm_heap_t *heap) {
+  intptr_t bytes = 0;
+  for (unsigned c = 0; c < MM_SIZE_CLASS_COUNT; c++) bytes += heap->stats.blocks[c] * (intptr_t)mm_size_class_size(c);
+  return bytes > 0 ? (size_t)bytes : 0;
+}
+
+/* Gives back as many units as the heap took afresh, and, while its bytes
+ * in use are within 1/MM_NEAR_HIGH of their highest so far, as many as it
+ * faulted in again (with MANYMALLOC_SHRINK, the default), from
+ * what it holds free: resident free spans (the largest first,
+ * mm_span_purge), then free page slots (mm_segment_purge_free_slots), then
+ * OS pages of free blocks inside pages (mm_heap_shrink_pages).  Called
+ * where no page or span is in hand.
+ * A heap that grows while holding free memory so stays near its live size,
+ * as glibc's does by handing a free chunk to any size: the peak footprint
+ * of cmake-configure.rep, whose sizes change as it runs, fell from 1.49x
+ * its live bytes to 1.2x.  Below its highest use the heap faults memory in
+ * again without giving any back: a program that frees and allocates as
+ * much again (a trace replayed again) would otherwise give back and fault
+ * in the same pages every round (gcc-O2.rep's replays ran 3x slower).
+ * The price is paid near the peak, where memory given back may be faulted
+ * in again soon after (docs/cpu-design.md, "Returning memory"). */
+void mm_heap_give_back_growth(mm_heap_t *heap) {
+  size_t want = heap->grown, in_use = mm_heap_in_use(heap);
+  if (in_use > heap->in_use_high) heap->in_use_high = in_use;
+  if (mm_options.shrink && in_use >= heap->in_use_high - heap->in_use_high / MM_NEAR_HIGH) want += heap->refaulted;
+  heap->refaulted = 0;
+  if (want < MM_GROWN_BATCH) return; /* faulted in away from the high: nothing to match yet */
   heap->grown = 0;
+  size_t given = mm_span_purge(heap, want);
+  if (!mm_options.shrink) return;
+  if (given < want) given += mm_segment_purge_free_slots(heap, want - given);
+  if (given < want) mm_heap_shrink_pages(heap, want - given);
 }
 
 /* ---------------------------------------------------------------------------

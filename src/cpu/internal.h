@@ -23,6 +23,7 @@ typedef struct mm_options_s {
   bool verbose;          /* MANYMALLOC_VERBOSE: print statistics at exit */
   bool checked;          /* MANYMALLOC_CHECKED: validate every free */
   bool purge;            /* MANYMALLOC_PURGE: give unused memory back to the OS (madvise) */
+  bool shrink;           /* MANYMALLOC_SHRINK: also from inside pages, to match growth near the peak (shrink.c) */
   size_t purge_delay;    /* MANYMALLOC_PURGE_DELAY: ms an emptied segment stays as it is before that */
   size_t segment_cache;  /* MANYMALLOC_SEGMENT_CACHE: empty segments kept mapped */
   size_t orphan_cache;   /* capacity of the orphaned-heap queue */
@@ -54,6 +55,10 @@ void mm_heap_collect(mm_heap_t *heap, bool release_all);
 void mm_heap_delayed_drain(mm_heap_t *heap);
 void mm_heap_delayed_push(mm_heap_t *heap, mm_block_t *block);
 void mm_heap_grown(mm_heap_t *heap, size_t units);
+void mm_heap_refaulted(mm_heap_t *heap, size_t units);
+void mm_heap_give_back_growth(mm_heap_t *heap);
+#define MM_GROWN_BATCH 8 /* 4 KiB units of growth per give-back (heap.c) */
+#define MM_NEAR_HIGH   4 /* faulting in again counts as growth within 1/4 of the most bytes in use */
 void mm_heap_purge_schedule(mm_heap_t *heap, uint64_t at);
 void mm_heap_purge_expired(mm_heap_t *heap, uint64_t now);
 mm_page_t *mm_heap_find_page(mm_heap_t *heap, unsigned size_class);
@@ -74,9 +79,15 @@ void mm_page_retire(mm_page_t *page);
 void mm_page_free_remote(mm_page_t *page, mm_block_t *block);
 void mm_page_free_local_slow(mm_segment_t *seg, mm_page_t *page, mm_block_t *block);
 
+/* ---- shrink.c ---- */
+size_t mm_heap_shrink_pages(mm_heap_t *heap, size_t units);
+bool mm_page_unshrink(mm_page_t *page);
+void mm_page_shrunk_reset(mm_page_t *page);
+
 /* ---- segment.c ---- */
 unsigned mm_segment_kind_for(unsigned size_class);
 mm_segment_t *mm_segment_alloc(mm_heap_t *heap, unsigned kind);
+size_t mm_segment_purge_free_slots(mm_heap_t *heap, size_t units);
 void mm_segment_free(mm_heap_t *heap, mm_segment_t *seg);
 mm_page_t *mm_segment_page_alloc(mm_heap_t *heap, unsigned size_class);
 void mm_segment_page_free(mm_heap_t *heap, mm_page_t *page);
@@ -94,7 +105,7 @@ unsigned mm_span_block_class(mm_segment_t *seg, const void *p);
 bool mm_span_resize(mm_segment_t *seg, void *p, size_t size);
 size_t mm_span_usable_size(mm_segment_t *seg, const void *p);
 void mm_span_collect(mm_heap_t *heap);
-void mm_span_purge(mm_heap_t *heap, size_t units);
+size_t mm_span_purge(mm_heap_t *heap, size_t units);
 void mm_span_purge_expired(mm_heap_t *heap, uint64_t now);
 
 /* ---- large.c ---- */
@@ -166,11 +177,21 @@ static inline mm_block_t *mm_page_block_of(const mm_page_t *page, const void *p)
   return (mm_block_t *)(page->start + offset / page->stride * page->stride);
 }
 
+static inline uint32_t mm_os_page_round(uint32_t bytes) {
+  return (bytes + (uint32_t)MM_OS_PAGE_SIZE - 1) & ~((uint32_t)MM_OS_PAGE_SIZE - 1);
+}
+
+/* Whether the page gave back OS pages holding free blocks (shrink.c). */
+static inline bool mm_page_holds_out(const mm_page_t *page) {
+  return mm_segment_of(page->start)->page_shrunk[page->index].held_out != 0;
+}
+
 /* Whether carving more of the page touches memory its slot never held
  * (rather than memory a page before it carved and left resident). */
 static inline bool mm_page_carve_grows(const mm_page_t *page) {
   const mm_segment_t *seg = mm_segment_of(page->start);
-  return (uint32_t)page->capacity * page->stride >= seg->page_touched[page->index];
+  if (mm_page_holds_out(page)) return false; /* it links those first */
+  return mm_os_page_round((uint32_t)page->capacity * page->stride) >= seg->slot_memory[page->index].touched;
 }
 
 /* The bit of heap->borrowing for a class whose heap->direct_class entry

@@ -28,6 +28,7 @@ void mm_page_init(mm_page_t *page, mm_segment_t *seg, unsigned size_class) {
   page->free = NULL;
   mm_atomic_store_relaxed(&page->xthread_free, 0);
   page->next = page->prev = NULL;
+  mm_page_shrunk_reset(page);
 }
 
 /* How many blocks of a page's first OS page go to the back of its free
@@ -88,21 +89,29 @@ static bool mm_page_carve(mm_page_t *page) {
   return true;
 }
 
-/* Carves the page one OS page at a time, so that it commits its memory as
- * it is used (and, where the slot had never held that much, free memory
- * elsewhere goes back as much, mm_heap_grown).
+/* Links blocks the page held out when it shrank (shrink.c), or else carves
+ * the page one OS page at a time, so that it commits its memory as it is
+ * used.  Where the slot had never held that much, the heap grew (and gives
+ * back as much elsewhere, mm_heap_grown); where the slot gave its memory
+ * back while free (mm_segment_purge_free_slots), it faults in again
+ * (mm_heap_refaulted).
  * Carving 8 KiB at a time left up to a page's worth of linked but unused
  * blocks resident in every class in use, which small programs feel:
  * syn-string.rep's 120 KB live had 34 classes. */
 bool mm_page_extend(mm_page_t *page) {
+  if (mm_page_unshrink(page)) return true; /* memory it gave back first */
   if (!mm_page_carve(page)) return false;
   mm_segment_t *seg = mm_segment_of(page->start);
-  uint32_t *touched = &seg->page_touched[page->index]; /* kept out of the page's one line */
-  uint32_t carved = page->capacity * page->stride;
-  if (carved > *touched) {
-    uintptr_t mask = MM_OS_PAGE_SIZE - 1;
-    size_t grown = ((carved + mask) & ~mask) - ((*touched + mask) & ~mask);
-    *touched = carved;
+  mm_slot_memory_t *memory = &seg->slot_memory[page->index]; /* kept out of the page's one line */
+  uint32_t carved = mm_os_page_round(page->capacity * page->stride);
+  if (carved > memory->purged_from && memory->purged_from < memory->purged_to) {
+    uint32_t end = carved < memory->purged_to ? carved : memory->purged_to;
+    mm_heap_refaulted(seg->heap, (end - memory->purged_from) / MM_OS_PAGE_SIZE);
+    memory->purged_from = end;
+  }
+  if (carved > memory->touched) {
+    size_t grown = carved - mm_os_page_round(memory->touched);
+    memory->touched = carved;
     if (grown > 0) mm_heap_grown(seg->heap, grown / MM_OS_PAGE_SIZE);
   }
   return true;

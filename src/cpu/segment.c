@@ -65,12 +65,13 @@ uint8_t *mm_segment_page_area(const mm_segment_t *seg, size_t index, size_t *siz
  * and make the heap give other memory back. */
 static void mm_segment_setup(mm_segment_t *seg, mm_heap_t *heap, unsigned kind, bool resident) {
   uint32_t shift = mm_segment_page_shift[kind];
-  uint32_t page_touched[MM_MAX_PAGES], span_touched = seg->span_touched;
+  mm_slot_memory_t slot_memory[MM_MAX_PAGES];
+  uint32_t span_touched = seg->span_touched;
   bool keep_touched = resident && seg->kind == kind;
-  if (keep_touched) memcpy(page_touched, seg->page_touched, sizeof page_touched);
+  if (keep_touched) memcpy(slot_memory, seg->slot_memory, sizeof slot_memory);
   memset(seg, 0, sizeof(*seg));
   if (keep_touched) {
-    memcpy(seg->page_touched, page_touched, sizeof page_touched);
+    memcpy(seg->slot_memory, slot_memory, sizeof slot_memory);
     seg->span_touched = span_touched;
   }
   seg->heap = heap;
@@ -245,6 +246,30 @@ mm_page_t *mm_segment_page_alloc(mm_heap_t *heap, unsigned size_class) {
   mm_page_init(page, seg, size_class);
   heap->stats.pages[size_class]++;
   return page;
+}
+
+/* Gives back the resident memory of the free page slots of the heap's
+ * segments, up to about `units` OS pages; returns how many went back.  A
+ * page carving that memory again faults it in (mm_page_extend). */
+size_t mm_segment_purge_free_slots(mm_heap_t *heap, size_t units) {
+  size_t purged = 0;
+  for (unsigned kind = 0; kind < MM_PAGE_KINDS; kind++) {
+    for (mm_segment_t *seg = heap->segments[kind]; seg != NULL && purged < units; seg = seg->next) {
+      for (uint64_t free = seg->free_pages; free != 0 && purged < units; free &= free - 1) {
+        unsigned index = (unsigned)__builtin_ctzll(free);
+        mm_slot_memory_t *memory = &seg->slot_memory[index];
+        uint32_t touched = mm_os_page_round(memory->touched);
+        uint32_t resident = touched - (memory->purged_to - memory->purged_from);
+        if (resident == 0) continue;
+        size_t area;
+        mm_os_purge(mm_segment_page_area(seg, index, &area), touched);
+        purged += resident / MM_OS_PAGE_SIZE;
+        memory->purged_from = 0;
+        memory->purged_to = touched;
+      }
+    }
+  }
+  return purged;
 }
 
 /* The page (already out of every heap queue) has no live block. */

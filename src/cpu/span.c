@@ -134,8 +134,8 @@ static mm_span_t *mm_span_find_resident(mm_heap_t *heap, unsigned b, size_t unit
 
 /* The run to cut `units` from: the fit, unless it was purged (in part)
  * while a longer run is resident.  Reused purged memory faults in again
- * without counting as growth (mm_span_touch), so taking it while resident
- * memory lay free raised the footprint: syn-mix.rep peaked with 1.4 MB in
+ * (mm_span_fault_in), so taking it while resident memory lay free raised
+ * the footprint: syn-mix.rep peaked with 1.4 MB in
  * free resident runs, after a 31-unit block took a 59-unit purged run over
  * a resident one of 79.  Splitting the resident run instead cost nothing
  * measurable, and saved syn-array.rep's replays page faults. */
@@ -147,12 +147,13 @@ static mm_span_t *mm_span_find(mm_heap_t *heap, size_t units) {
 }
 
 /* Gives free runs with at least MM_SPAN_PURGE_MIN resident units back to
- * the OS, the largest first, until about `units` went back (mm_heap_grown).
+ * the OS, the largest first, until about `units` went back; returns how
+ * many (the runs' lengths: a run may have been resident only in part).
  * Shorter runs stay: the next blocks are cut from them, and purging them
  * cost syn-mix-realloc a madvise and a fault for nearly every page given
  * back, for a point of utilization or less. */
 #define MM_SPAN_PURGE_MIN 16
-void mm_span_purge(mm_heap_t *heap, size_t units) {
+size_t mm_span_purge(mm_heap_t *heap, size_t units) {
   size_t purged = 0;
   for (int b = MM_SPAN_BINS - 1; b >= 0 && purged < units && heap->span_resident > 0; b--) {
     for (mm_span_t *run = heap->span_bins[b]; run != NULL && purged < units; run = run->next) {
@@ -166,16 +167,19 @@ void mm_span_purge(mm_heap_t *heap, size_t units) {
       run->resident = 0;
     }
   }
+  return purged;
 }
 
-/* Units up to `end` of the segment are in use: those never touched before
- * are growth (mm_heap_grown).  Reused purged units are not, so that a purge
- * never leads to another. */
-static void mm_span_touch(mm_heap_t *heap, mm_segment_t *seg, size_t end) {
-  if (end <= seg->span_touched) return;
-  size_t grown = end - seg->span_touched;
-  seg->span_touched = (uint32_t)end;
-  mm_heap_grown(heap, grown);
+/* Units [i, i + units) of the segment are in use, cut from a run of which
+ * at most `resident` units were resident: those never touched before are
+ * growth (mm_heap_grown), those that went back fault in again
+ * (mm_heap_refaulted). */
+static void mm_span_fault_in(mm_heap_t *heap, mm_segment_t *seg, size_t i, size_t units, size_t resident) {
+  size_t end = i + units, touched = seg->span_touched > i ? seg->span_touched : i;
+  size_t fresh = end > touched ? end - touched : 0, reused = units - fresh;
+  if (end > seg->span_touched) seg->span_touched = (uint32_t)end;
+  mm_heap_grown(heap, fresh);
+  mm_heap_refaulted(heap, reused > resident ? reused - resident : 0);
 }
 
 /* ---------------------------------------------------------------------------
@@ -273,7 +277,7 @@ void *mm_span_alloc(mm_heap_t *heap, size_t size, size_t alignment) {
   mm_span_set(&all[i], units, false);
   seg->used_pages++;
   heap->stats.blocks[mm_span_class(units)]++;
-  mm_span_touch(heap, seg, i + units);
+  mm_span_fault_in(heap, seg, i, units, resident);
   void *p = mm_span_area(seg) + (i << MM_SPAN_SHIFT);
   if (mm_unlikely(mm_options.checked)) mm_checked_on_malloc(seg, p);
   return p;
@@ -319,7 +323,7 @@ bool mm_span_resize(mm_segment_t *seg, void *p, size_t size) {
     size_t resident = next->resident;
     mm_span_bin_remove(heap, next);
     if (rest > 0) mm_span_make_free(heap, &all[i + want], rest, resident);
-    mm_span_touch(heap, seg, i + want);
+    mm_span_fault_in(heap, seg, i + n, want - n, resident);
   }
   heap->stats.blocks[mm_span_class(n)]--;
   heap->stats.blocks[mm_span_class(want)]++;

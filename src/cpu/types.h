@@ -54,6 +54,7 @@
 #define MM_COLOR_MAX           ((size_t)32 * 1024)              /* ... up to here */
 #define MM_COLOR_PAD           ((size_t)64)                     /* one cache line */
 #define MM_CACHE_LINE          ((size_t)64)
+#define MM_SLOT_OS_PAGES_MAX   ((size_t)1 << (MM_MEDIUM_PAGE_SHIFT - 12)) /* OS pages in the largest page slot */
 
 typedef struct mm_block_s mm_block_t;
 typedef struct mm_page_s mm_page_t;
@@ -106,6 +107,28 @@ struct mm_page_s {
   mm_page_t *prev;
 };
 
+/* The OS pages a live page gave back while its blocks there were free
+ * (shrink.c).  The blocks that start in such an OS page are free and on no
+ * list; the page links them again, before it carves further, when its free
+ * list runs dry. */
+typedef struct mm_page_shrunk_s {
+  uint64_t os_pages[MM_SLOT_OS_PAGES_MAX / 64]; /* bit i: the slot's OS page i went back */
+  uint32_t held_out;      /* blocks so kept off the lists */
+  uint32_t free_left;     /* bytes of free blocks the last shrink left resident */
+  uint16_t unshrinks;     /* times it linked held-out blocks again */
+  uint16_t unshrinks_seen; /* `unshrinks` when a give-back last looked at the page */
+  uint8_t rest;           /* give-backs that pass the page by from now */
+  uint8_t rest_next;      /* ... after the next time it takes back what it gave (doubles up to a cap) */
+} mm_page_shrunk_t;
+
+/* What the memory of a page slot holds, whichever page uses it (page.c):
+ * kept while the segment stays resident. */
+typedef struct mm_slot_memory_s {
+  uint32_t touched;       /* bytes from the slot's start ever carved since the segment was set up */
+  uint32_t purged_from;   /* [purged_from, purged_to): went back while the slot was free */
+  uint32_t purged_to;
+} mm_slot_memory_t;
+
 typedef enum mm_segment_kind_e {
   MM_SEGMENT_SMALL = 0,  /* 256 KiB pages */
   MM_SEGMENT_MEDIUM = 1, /* 512 KiB pages */
@@ -146,7 +169,8 @@ struct mm_segment_s {
   mm_segment_t *prev;
   bool in_queue;          /* listed in heap->segments[kind] */
   mm_page_t pages[MM_MAX_PAGES]; /* large blocks: only pages[0] exists, never written */
-  uint32_t page_touched[MM_MAX_PAGES]; /* bytes of each slot ever carved since set up (page.c) */
+  mm_slot_memory_t slot_memory[MM_MAX_PAGES]; /* (page.c) */
+  mm_page_shrunk_t page_shrunk[MM_MAX_PAGES]; /* what each live page gave back (shrink.c) */
   uint64_t purge_at;      /* retired, or a heap's empty span segment: when (ms, mm_os_clock_ms)
                              its memory may go back to the OS if still unused (segment.c) */
 };
@@ -181,7 +205,10 @@ struct mm_heap_s {
   mm_segment_t *span_empty;                    /* a span segment with no run in use, kept */
   uintptr_t span_segments;                     /* span segments owned */
   uintptr_t span_resident;                     /* units of free runs that may be resident */
-  uintptr_t grown;                             /* 4 KiB units taken afresh since memory was last given back */
+  uintptr_t grown;                             /* 4 KiB units taken afresh since the last give-back */
+  uintptr_t refaulted;                         /* units given back and faulted in again since then */
+  uintptr_t in_use_high;                       /* the most bytes in use seen at a give-back */
+  uint32_t shrink_class;                       /* where the next shrink of pages starts (shrink.c) */
   mm_segment_t *retired;                       /* segments that emptied, newest first, not purged yet (segment.c) */
   uint32_t retired_count;
   uint64_t purge_due;                          /* ms: when some retired memory is next due to go back; 0: none */

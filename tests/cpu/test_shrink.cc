@@ -1,0 +1,213 @@
+// Shrinking live pages (src/cpu/shrink.c): when the heap grows while a page
+// holds OS pages of free blocks only, those go back to the OS, the page
+// holds their blocks out of its free list, and links them again before it
+// carves further.  The blocks still in use keep their bytes, and no block
+// is handed out twice.  Each case runs in a thread of its own, so that its
+// heap is fresh (or an adopted one that holds nothing live).
+#include <manymalloc/manymalloc.h>
+
+#include <gtest/gtest.h>
+
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cstdint>
+#include <mutex>
+#include <random>
+#include <set>
+#include <thread>
+#include <vector>
+
+#include "block_tag.h"
+
+using namespace mmtest;
+
+namespace {
+
+constexpr size_t kOsPage = 4096;
+constexpr size_t kSmall = 48;  // a class of 48-byte blocks: they straddle OS pages
+
+uintptr_t os_page_of(const void *p) { return reinterpret_cast<uintptr_t>(p) / kOsPage; }
+
+bool resident(uintptr_t os_page) {
+  unsigned char v = 0;
+  if (mincore(reinterpret_cast<void *>(os_page * kOsPage), kOsPage, &v) != 0) return false;
+  return (v & 1) != 0;
+}
+
+// No two blocks of `blocks` (each `size` bytes) overlap.
+bool disjoint(std::vector<std::pair<uintptr_t, size_t>> blocks) {
+  std::sort(blocks.begin(), blocks.end());
+  for (size_t i = 1; i < blocks.size(); i++)
+    if (blocks[i - 1].first + blocks[i - 1].second > blocks[i].first) return false;
+  return true;
+}
+
+// Frees the blocks of three OS pages in four, lets another class grow the
+// heap by more than that, and expects most of those OS pages to have gone
+// back; then allocates the small class again and expects the held-out
+// blocks to serve it before new memory, with every byte intact.
+TEST(Shrink, FreeOsPagesGoBackWhenAnotherClassGrows) {
+  std::thread([] {
+    constexpr size_t kBlocks = 16384;  // 768 KiB
+    std::vector<void *> small(kBlocks);
+    for (size_t i = 0; i < kBlocks; i++) {
+      small[i] = mm_malloc(kSmall);
+      ASSERT_NE(small[i], nullptr);
+      tag_fill(small[i], kSmall, tag_make(1, uint32_t(i)), TagSpan::all);
+    }
+    // Reserved up front: no malloc between the frees and the first count
+    // (one that grew the heap would already give the freed pages back).
+    std::vector<size_t> kept;
+    std::vector<uintptr_t> emptied;  // OS pages whose every block (and neighbour's) is freed
+    kept.reserve(kBlocks);
+    emptied.reserve(kBlocks);
+    for (size_t i = 0; i < kBlocks; i++) {
+      if (os_page_of(small[i]) % 4 == 0) {
+        kept.push_back(i);
+        continue;
+      }
+      if (os_page_of(small[i]) % 4 == 2) emptied.push_back(os_page_of(small[i]));
+      mm_free(small[i]);
+      small[i] = nullptr;
+    }
+    emptied.erase(std::unique(emptied.begin(), emptied.end()), emptied.end());
+    ASSERT_GT(emptied.size(), 20u);
+    size_t before = 0;
+    for (uintptr_t p : emptied) before += resident(p);
+    EXPECT_GE(before, emptied.size() * 9 / 10) << "freed blocks stay resident until the heap grows";
+
+    std::vector<void *> big;
+    big.reserve(1024);
+    for (size_t i = 0; i < 1024; i++) {  // 1 MiB of 1 KiB blocks: fresh growth
+      big.push_back(mm_malloc(1024));
+      ASSERT_NE(big.back(), nullptr);
+      tag_fill(big.back(), 1024, tag_make(2, uint32_t(i)), TagSpan::all);
+    }
+    size_t after = 0;
+    for (uintptr_t p : emptied) after += resident(p);
+    EXPECT_LE(after, emptied.size() / 4) << "the emptied OS pages should have gone back as the heap grew";
+
+    for (size_t i : kept) EXPECT_TRUE(tag_check(small[i], kSmall, tag_make(1, uint32_t(i)), TagSpan::all)) << i;
+
+    uintptr_t lo = UINTPTR_MAX, hi = 0;
+    for (size_t i : kept) {
+      lo = std::min(lo, reinterpret_cast<uintptr_t>(small[i]));
+      hi = std::max(hi, reinterpret_cast<uintptr_t>(small[i]));
+    }
+    size_t inside = 0, again = 0;
+    for (size_t i = 0; i < kBlocks; i++) {
+      if (small[i] != nullptr) continue;
+      small[i] = mm_malloc(kSmall);
+      ASSERT_NE(small[i], nullptr);
+      tag_fill(small[i], kSmall, tag_make(3, uint32_t(i)), TagSpan::all);
+      uintptr_t a = reinterpret_cast<uintptr_t>(small[i]);
+      inside += a >= lo - kOsPage && a <= hi + kOsPage;
+      again++;
+    }
+    EXPECT_GE(inside, again * 9 / 10) << "held-out blocks should serve the class before new memory";
+
+    std::vector<std::pair<uintptr_t, size_t>> live;
+    for (void *p : small) live.emplace_back(reinterpret_cast<uintptr_t>(p), kSmall);
+    for (void *p : big) live.emplace_back(reinterpret_cast<uintptr_t>(p), 1024);
+    EXPECT_TRUE(disjoint(live)) << "a block was handed out twice";
+    std::set<size_t> kept_set(kept.begin(), kept.end());
+    for (size_t i = 0; i < kBlocks; i++) {
+      uint64_t tag = kept_set.count(i) ? tag_make(1, uint32_t(i)) : tag_make(3, uint32_t(i));
+      EXPECT_TRUE(tag_check(small[i], kSmall, tag, TagSpan::all)) << i;
+      mm_free(small[i]);
+    }
+    for (size_t i = 0; i < big.size(); i++) {
+      EXPECT_TRUE(tag_check(big[i], 1024, tag_make(2, uint32_t(i)), TagSpan::all)) << i;
+      mm_free(big[i]);
+    }
+  }).join();
+}
+
+// Owners grow and shrink their heaps through changing sizes while other
+// threads free half of the owners' blocks (remote frees land in pages that
+// shrink meanwhile); every block keeps its tag to the end and no two live
+// blocks overlap.
+TEST(Shrink, RemoteFreesWhilePagesShrinkLoseNothing) {
+  constexpr int kPairs = 4, kRounds = 40, kBatch = 2000;
+  struct Block {
+    void *p;
+    size_t size;
+    uint64_t tag;
+  };
+  std::mutex lock;
+  std::vector<Block> handed;  // blocks for the freeing threads
+  std::atomic<int> owners_left{kPairs};
+  std::atomic<bool> failed{false};
+
+  auto owner = [&](int id) {
+    std::mt19937 rng(id);
+    std::vector<Block> mine;
+    for (int round = 0; round < kRounds; round++) {
+      // Each round favours other sizes, so that classes empty and others grow.
+      size_t lo = 16 + size_t(round % 8) * 96, hi = lo + 96 + size_t(round % 3) * 2048;
+      std::uniform_int_distribution<size_t> size_of(lo, hi);
+      std::vector<Block> to_hand;
+      for (int i = 0; i < kBatch; i++) {
+        size_t size = size_of(rng);
+        void *p = mm_malloc(size);
+        if (p == nullptr) {
+          failed = true;
+          return;
+        }
+        uint64_t tag = tag_make(uint32_t(id), uint32_t(round * kBatch + i));
+        tag_fill(p, size, tag, TagSpan::all);
+        (i % 2 ? to_hand : mine).push_back({p, size, tag});
+      }
+      {
+        std::lock_guard<std::mutex> g(lock);
+        handed.insert(handed.end(), to_hand.begin(), to_hand.end());
+      }
+      // Free most of what this thread kept, oldest first.
+      size_t keep = mine.size() / 8;
+      for (size_t i = 0; i + keep < mine.size(); i++) {
+        if (!tag_check(mine[i].p, mine[i].size, mine[i].tag, TagSpan::all)) failed = true;
+        mm_free(mine[i].p);
+      }
+      mine.erase(mine.begin(), mine.end() - std::ptrdiff_t(keep));
+    }
+    for (const Block &b : mine) {
+      if (!tag_check(b.p, b.size, b.tag, TagSpan::all)) failed = true;
+      mm_free(b.p);
+    }
+    owners_left--;
+  };
+  auto freer = [&] {
+    for (;;) {
+      std::vector<Block> batch;
+      {
+        std::lock_guard<std::mutex> g(lock);
+        batch.swap(handed);
+      }
+      if (batch.empty()) {
+        if (owners_left.load() == 0) {
+          std::lock_guard<std::mutex> g(lock);
+          if (handed.empty()) return;
+        }
+        std::this_thread::yield();
+        continue;
+      }
+      std::vector<std::pair<uintptr_t, size_t>> spans;
+      for (const Block &b : batch) spans.emplace_back(reinterpret_cast<uintptr_t>(b.p), b.size);
+      if (!disjoint(spans)) failed = true;
+      for (const Block &b : batch) {
+        if (!tag_check(b.p, b.size, b.tag, TagSpan::all)) failed = true;
+        mm_free(b.p);
+      }
+    }
+  };
+  std::vector<std::thread> threads;
+  for (int i = 0; i < kPairs; i++) threads.emplace_back(owner, i + 1);
+  for (int i = 0; i < kPairs; i++) threads.emplace_back(freer);
+  for (std::thread &t : threads) t.join();
+  EXPECT_FALSE(failed.load()) << "a block lost its tag, overlapped another or could not be allocated";
+}
+
+}  // namespace
