@@ -278,7 +278,8 @@ static size_t mm_heap_in_use(const mm_heap_t *heap) {
 }
 
 /* Gives back as many units as the heap took afresh, and, while its bytes
- * in use are within 1/MM_NEAR_HIGH of their highest so far, as many as it
+ * in use are within 1/MM_NEAR_HIGH of their highest so far and that highest
+ * still rises (within the last MM_RISING_CALLS calls), as many as it
  * faulted in again (with MANYMALLOC_SHRINK, the default), from
  * what it holds free: resident free spans (the largest first,
  * mm_span_purge), then free page slots (mm_segment_purge_free_slots), then
@@ -290,13 +291,21 @@ static size_t mm_heap_in_use(const mm_heap_t *heap) {
  * its live bytes to 1.2x.  Below its highest use the heap faults memory in
  * again without giving any back: a program that frees and allocates as
  * much again (a trace replayed again) would otherwise give back and fault
- * in the same pages every round (gcc-O2.rep's replays ran 3x slower).
+ * in the same pages every round (gcc-O2.rep's replays ran 3x slower), and
+ * so would one that churns at a steady size at its peak (W2 took 18x its
+ * page faults and 1.4x its time).
  * The price is paid near the peak, where memory given back may be faulted
  * in again soon after (docs/cpu-design.md, "Returning memory"). */
 void mm_heap_give_back_growth(mm_heap_t *heap) {
   size_t want = heap->grown, in_use = mm_heap_in_use(heap);
-  if (in_use > heap->in_use_high) heap->in_use_high = in_use;
-  if (mm_options.shrink && in_use >= heap->in_use_high - heap->in_use_high / MM_NEAR_HIGH) want += heap->refaulted;
+  if (in_use > heap->in_use_high) {
+    heap->in_use_high = in_use;
+    heap->high_rose_at = heap->give_backs;
+  }
+  bool rising = heap->give_backs - heap->high_rose_at <= MM_RISING_CALLS;
+  if (mm_options.shrink && rising && in_use >= heap->in_use_high - heap->in_use_high / MM_NEAR_HIGH)
+    want += heap->refaulted;
+  heap->give_backs++;
   heap->refaulted = 0;
   if (want < MM_GROWN_BATCH) return; /* faulted in away from the high: nothing to match yet */
   heap->grown = 0;

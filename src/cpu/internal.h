@@ -59,6 +59,7 @@ void mm_heap_refaulted(mm_heap_t *heap, size_t units);
 void mm_heap_give_back_growth(mm_heap_t *heap);
 #define MM_GROWN_BATCH 8 /* 4 KiB units of growth per give-back (heap.c) */
 #define MM_NEAR_HIGH   4 /* faulting in again counts as growth within 1/4 of the most bytes in use */
+#define MM_RISING_CALLS 8 /* ... while that most rose within the last 8 give-backs */
 void mm_heap_purge_schedule(mm_heap_t *heap, uint64_t at);
 void mm_heap_purge_expired(mm_heap_t *heap, uint64_t now);
 mm_page_t *mm_heap_find_page(mm_heap_t *heap, unsigned size_class);

@@ -208,6 +208,8 @@ struct mm_heap_s {
   uintptr_t grown;                             /* 4 KiB units taken afresh since the last give-back */
   uintptr_t refaulted;                         /* units given back and faulted in again since then */
   uintptr_t in_use_high;                       /* the most bytes in use seen at a give-back */
+  uint32_t give_backs;                         /* calls of mm_heap_give_back_growth so far */
+  uint32_t high_rose_at;                       /* give_backs when in_use_high last rose */
   uint32_t shrink_class;                       /* where the next shrink of pages starts (shrink.c) */
   mm_segment_t *retired;                       /* segments that emptied, newest first, not purged yet (segment.c) */
   uint32_t retired_count;
