@@ -277,25 +277,25 @@ static size_t mm_heap_in_use(const mm_heap_t *heap) {
   return bytes > 0 ? (size_t)bytes : 0;
 }
 
-/* Gives back as many units as the heap took afresh, and, while its bytes
- * in use are within 1/MM_NEAR_HIGH of their highest so far and that highest
- * still rises (within the last MM_RISING_CALLS calls), as many as it
- * faulted in again (with MANYMALLOC_SHRINK, the default), from
- * what it holds free: resident free spans (the largest first,
- * mm_span_purge), then free page slots (mm_segment_purge_free_slots), then
- * OS pages of free blocks inside pages (mm_heap_shrink_pages).  Called
- * where no page or span is in hand.
+/* Gives back as many units as the heap took afresh, from free spans that
+ * are resident (the largest first, mm_span_purge).  At its peak (bytes in
+ * use within 1/MM_NEAR_HIGH of their highest so far, and that highest
+ * rose within the last MM_RISING_CALLS calls; with MANYMALLOC_SHRINK, the
+ * default) it also gives back as many as it faulted in again, and where
+ * the spans fall short, the resident memory of free page slots
+ * (mm_segment_purge_free_slots) and the OS pages of free blocks inside
+ * pages (mm_heap_shrink_pages).  Called where no page or span is in hand.
  * A heap that grows while holding free memory so stays near its live size,
  * as glibc's does by handing a free chunk to any size: the peak footprint
  * of cmake-configure.rep, whose sizes change as it runs, fell from 1.49x
- * its live bytes to 1.2x.  Below its highest use the heap faults memory in
- * again without giving any back: a program that frees and allocates as
- * much again (a trace replayed again) would otherwise give back and fault
- * in the same pages every round (gcc-O2.rep's replays ran 3x slower), and
- * so would one that churns at a steady size at its peak (W2 took 18x its
- * page faults and 1.4x its time).
- * The price is paid near the peak, where memory given back may be faulted
- * in again soon after (docs/cpu-design.md, "Returning memory"). */
+ * its live bytes to 1.22x.  Away from the peak the heap does not shrink
+ * pages nor match faults: a program that frees and allocates as much again
+ * (a trace replayed again, by one thread or by new threads) would give back
+ * and fault in the same pages every round (gcc-O2.rep's replays ran 3x
+ * slower), and so would one that churns at a steady size (W2 took 18x its
+ * page faults and 1.4x its time).  The price is paid at the peak, where
+ * memory given back may be used again soon after (docs/cpu-design.md,
+ * "Giving memory back as the heap grows"). */
 void mm_heap_give_back_growth(mm_heap_t *heap) {
   size_t want = heap->grown, in_use = mm_heap_in_use(heap);
   if (in_use > heap->in_use_high) {
@@ -303,14 +303,14 @@ void mm_heap_give_back_growth(mm_heap_t *heap) {
     heap->high_rose_at = heap->give_backs;
   }
   bool rising = heap->give_backs - heap->high_rose_at <= MM_RISING_CALLS;
-  if (mm_options.shrink && rising && in_use >= heap->in_use_high - heap->in_use_high / MM_NEAR_HIGH)
-    want += heap->refaulted;
+  bool at_peak = mm_options.shrink && rising && in_use >= heap->in_use_high - heap->in_use_high / MM_NEAR_HIGH;
+  if (at_peak) want += heap->refaulted;
   heap->give_backs++;
   heap->refaulted = 0;
-  if (want < MM_GROWN_BATCH) return; /* faulted in away from the high: nothing to match yet */
+  if (want < MM_GROWN_BATCH) return; /* faulted in away from the peak: nothing to match yet */
   heap->grown = 0;
   size_t given = mm_span_purge(heap, want);
-  if (!mm_options.shrink) return;
+  if (!at_peak) return;
   if (given < want) given += mm_segment_purge_free_slots(heap, want - given);
   if (given < want) mm_heap_shrink_pages(heap, want - given);
 }
