@@ -42,7 +42,7 @@ MM_EXPORT void *mm_valloc(size_t size) {
 }
 
 MM_EXPORT void *mm_pvalloc(size_t size) {
-  size_t rounded = (size + MM_OS_PAGE_SIZE - 1) & ~(MM_OS_PAGE_SIZE - 1);
+  size_t rounded = mm_os_page_round(size);
   if (rounded < size) {
     errno = ENOMEM;
     return NULL;

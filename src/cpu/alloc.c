@@ -33,12 +33,12 @@ void *mm_malloc_generic(mm_heap_t *heap, size_t size) {
   if (size > MM_SIZE_CLASS_MAX) return mm_large_alloc(size, MM_ALIGNMENT, false);
   if (mm_unlikely(mm_atomic_load_relaxed(&heap->delayed_free) != 0)) mm_heap_delayed_drain(heap);
   if (mm_unlikely(heap->purge_due != 0)) mm_heap_purge_expired(heap, mm_os_clock_ms());
-  if (mm_unlikely(heap->grown + heap->refaulted >= MM_GROWN_BATCH)) mm_heap_give_back_growth(heap);
+  if (mm_unlikely(mm_heap_give_back_due(heap))) mm_heap_give_back_growth(heap);
   void *p = size > MM_MEDIUM_BLOCK_MAX ? mm_span_alloc(heap, size, MM_ALIGNMENT)
                                         : mm_malloc_from_class(heap, mm_size_class_of(size));
   /* growth (or faults) this malloc caused, and those of reallocs in place
      and aligned mallocs before it, matched while no page or span is in hand */
-  if (mm_unlikely(heap->grown + heap->refaulted >= MM_GROWN_BATCH)) mm_heap_give_back_growth(heap);
+  if (mm_unlikely(mm_heap_give_back_due(heap))) mm_heap_give_back_growth(heap);
   return p;
 }
 

@@ -217,7 +217,7 @@ mm_page_t *mm_heap_find_page(mm_heap_t *heap, unsigned size_class) {
   while (page != NULL) {
     mm_page_t *next = page->next;
     if (page->free == NULL) mm_page_collect(page);
-    bool held_out = mm_page_holds_out(page); /* linking those faults memory in again: any free block first */
+    bool held_out = page->free == NULL && mm_page_holds_out(page); /* linking those faults memory in again: any free block first */
     if (page->free == NULL && (page->capacity < page->reserved || held_out)) { /* before the page grows */
       mm_page_t *other = mm_heap_queue_find_free(next, held_out);
       if (other != NULL) page = other;
@@ -392,7 +392,7 @@ void mm_heap_collect(mm_heap_t *heap, bool release_all) {
 }
 
 static mm_heap_t *mm_heap_create(void) {
-  size_t size = (sizeof(mm_heap_t) + MM_OS_PAGE_SIZE - 1) & ~(MM_OS_PAGE_SIZE - 1);
+  size_t size = mm_os_page_round(sizeof(mm_heap_t));
   mm_heap_t *heap = mm_os_alloc(size);
   if (heap == NULL) return NULL;
   for (size_t i = 0; i < MM_DIRECT_COUNT; i++) heap->direct[i] = (mm_page_t *)&mm_page_empty;

@@ -60,6 +60,10 @@ void mm_heap_give_back_growth(mm_heap_t *heap);
 #define MM_GROWN_BATCH 8 /* 4 KiB units of growth per give-back (heap.c) */
 #define MM_NEAR_HIGH   4 /* faulting in again counts as growth within 1/4 of the most bytes in use */
 #define MM_RISING_CALLS 8 /* ... while that most rose within the last 8 give-backs */
+/* Whether a batch of growth (or faults) waits to be matched. */
+static inline bool mm_heap_give_back_due(const mm_heap_t *heap) {
+  return heap->grown + heap->refaulted >= MM_GROWN_BATCH;
+}
 void mm_heap_purge_schedule(mm_heap_t *heap, uint64_t at);
 void mm_heap_purge_expired(mm_heap_t *heap, uint64_t now);
 mm_page_t *mm_heap_find_page(mm_heap_t *heap, unsigned size_class);
@@ -178,8 +182,9 @@ static inline mm_block_t *mm_page_block_of(const mm_page_t *page, const void *p)
   return (mm_block_t *)(page->start + offset / page->stride * page->stride);
 }
 
-static inline uint32_t mm_os_page_round(uint32_t bytes) {
-  return (bytes + (uint32_t)MM_OS_PAGE_SIZE - 1) & ~((uint32_t)MM_OS_PAGE_SIZE - 1);
+/* `bytes` rounded up to whole OS pages (0 when that wraps around). */
+static inline size_t mm_os_page_round(size_t bytes) {
+  return (bytes + MM_OS_PAGE_SIZE - 1) & ~(MM_OS_PAGE_SIZE - 1);
 }
 
 /* Whether the page gave back OS pages holding free blocks (shrink.c). */
@@ -192,7 +197,7 @@ static inline bool mm_page_holds_out(const mm_page_t *page) {
 static inline bool mm_page_carve_grows(const mm_page_t *page) {
   const mm_segment_t *seg = mm_segment_of(page->start);
   if (mm_page_holds_out(page)) return false; /* it links those first */
-  return mm_os_page_round((uint32_t)page->capacity * page->stride) >= seg->slot_memory[page->index].touched;
+  return mm_os_page_round((size_t)page->capacity * page->stride) >= seg->slot_memory[page->index].touched;
 }
 
 /* The bit of heap->borrowing for a class whose heap->direct_class entry

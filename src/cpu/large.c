@@ -46,7 +46,7 @@ static mm_segment_t *mm_large_reuse(size_t mapped) {
  * no mapping could be that big. */
 static size_t mm_large_mapping(size_t offset, size_t size) {
   if (size > PTRDIFF_MAX - 2 * MM_SEGMENT_SIZE) return 0;
-  return (offset + size + MM_OS_PAGE_SIZE - 1) & ~(MM_OS_PAGE_SIZE - 1);
+  return mm_os_page_round(offset + size);
 }
 
 /* A block of `size` bytes at `alignment`; zeroed if `zero`. */

@@ -103,7 +103,7 @@ bool mm_page_extend(mm_page_t *page) {
   if (!mm_page_carve(page)) return false;
   mm_segment_t *seg = mm_segment_of(page->start);
   mm_slot_memory_t *memory = &seg->slot_memory[page->index]; /* kept out of the page's one line */
-  uint32_t carved = mm_os_page_round(page->capacity * page->stride);
+  uint32_t carved = (uint32_t)mm_os_page_round((size_t)page->capacity * page->stride);
   if (carved > memory->purged_from && memory->purged_from < memory->purged_to) {
     uint32_t end = carved < memory->purged_to ? carved : memory->purged_to;
     mm_heap_refaulted(seg->heap, (end - memory->purged_from) / MM_OS_PAGE_SIZE);

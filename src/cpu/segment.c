@@ -131,7 +131,7 @@ mm_segment_t *mm_segment_alloc(mm_heap_t *heap, unsigned kind) {
 /* The segment has no page in use: cache it (its pages purged) or unmap it. */
 static void mm_segment_release(mm_segment_t *seg) {
   if (mm_options.purge) {
-    uintptr_t keep = (sizeof(mm_segment_t) + MM_OS_PAGE_SIZE - 1) & ~(uintptr_t)(MM_OS_PAGE_SIZE - 1);
+    size_t keep = mm_os_page_round(sizeof(mm_segment_t));
     mm_os_purge((uint8_t *)seg + keep, MM_SEGMENT_SIZE - keep);
   }
   if (mm_seq_fifo_push(&mm_segment_cache, (uintptr_t)seg)) return;
@@ -258,7 +258,7 @@ size_t mm_segment_purge_free_slots(mm_heap_t *heap, size_t units) {
       for (uint64_t free = seg->free_pages; free != 0 && purged < units; free &= free - 1) {
         unsigned index = (unsigned)__builtin_ctzll(free);
         mm_slot_memory_t *memory = &seg->slot_memory[index];
-        uint32_t touched = mm_os_page_round(memory->touched);
+        uint32_t touched = (uint32_t)mm_os_page_round(memory->touched);
         uint32_t resident = touched - (memory->purged_to - memory->purged_from);
         if (resident == 0) continue;
         size_t area;

@@ -88,7 +88,7 @@ static bool mm_page_os_page_free(const mm_page_t *page, const uint64_t *free_bit
  * given back reaches into the next ones, and makes them resident when it is
  * used.  A run of such OS pages only is left alone. */
 static size_t mm_page_give_back(mm_page_t *page, mm_page_shrunk_t *shrunk, const uint64_t *free_bits) {
-  size_t carved_pages = ((size_t)page->capacity * page->stride + MM_OS_PAGE_SIZE - 1) / MM_OS_PAGE_SIZE;
+  size_t carved_pages = mm_os_page_round((size_t)page->capacity * page->stride) / MM_OS_PAGE_SIZE;
   size_t given = 0, run = 0, fresh = 0;
   for (size_t p = 0; p <= carved_pages; p++) {
     if (p < carved_pages && mm_page_os_page_free(page, free_bits, p)) {

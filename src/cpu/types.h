@@ -54,7 +54,7 @@
 #define MM_COLOR_MAX           ((size_t)32 * 1024)              /* ... up to here */
 #define MM_COLOR_PAD           ((size_t)64)                     /* one cache line */
 #define MM_CACHE_LINE          ((size_t)64)
-#define MM_SLOT_OS_PAGES_MAX   ((size_t)1 << (MM_MEDIUM_PAGE_SHIFT - 12)) /* OS pages in the largest page slot */
+#define MM_SLOT_OS_PAGES_MAX   (((size_t)1 << MM_MEDIUM_PAGE_SHIFT) / MM_OS_PAGE_SIZE) /* OS pages in the largest page slot */
 
 typedef struct mm_block_s mm_block_t;
 typedef struct mm_page_s mm_page_t;
