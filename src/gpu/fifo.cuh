@@ -31,16 +31,22 @@ __device__ inline void xmc_fifo_init(xmc_fifo *f, uint64_t *slots, uint32_t capa
 }
 
 // Returns false when the FIFO is full. Taking a unit of room (acquire) makes
-// the dequeues that freed it happen before the store into the slot, and the
-// tail's acq_rel chain passes that on to whichever enqueuer gets the slot.
+// the dequeues that freed it happen before the store into the slot. One
+// release fence then covers both what the enqueuer wrote before (the chunk,
+// its Superblock's state), for whichever dequeuer acquires the message, and
+// the tail's chain, which passes the room's dequeues on to whichever
+// enqueuer gets the slot: the claim and the store themselves need no
+// ordering of their own (an acq_rel claim and a release store each fenced:
+// free-all 16 B -6.5%, churn +1.6% with the one fence).
 __device__ inline bool xmc_fifo_enqueue(xmc_fifo *f, uint32_t payload) {
   xmc_atomic_i32 room(f->room);
   if (room.fetch_sub(1, cuda::memory_order_acquire) <= 0) {
     room.fetch_add(1, cuda::memory_order_relaxed);
     return false;
   }
-  const uint32_t seq = xmc_atomic32(f->tail).fetch_add(1, cuda::memory_order_acq_rel);
-  xmc_atomic64(f->slots[seq & f->mask]).store(xmc_msg(seq, payload), cuda::memory_order_release);
+  cuda::atomic_thread_fence(cuda::memory_order_release, cuda::thread_scope_device);
+  const uint32_t seq = xmc_atomic32(f->tail).fetch_add(1, cuda::memory_order_acquire);
+  xmc_atomic64(f->slots[seq & f->mask]).store(xmc_msg(seq, payload), cuda::memory_order_relaxed);
   return true;
 }
 
