@@ -294,8 +294,13 @@ static size_t mm_heap_in_use(const mm_heap_t *heap) {
  * and fault in the same pages every round (gcc-O2.rep's replays ran 3x
  * slower), and so would one that churns at a steady size (W2 took 18x its
  * page faults and 1.4x its time).  The price is paid at the peak, where
- * memory given back may be used again soon after (docs/cpu-design.md,
- * "Giving memory back as the heap grows"). */
+ * memory given back may be used again soon after, and it grows with the
+ * threads that run: each madvise interrupts every other CPU running the
+ * process to flush its TLB, and their faults meet in the kernel (W2 at 16
+ * threads took 1.5x tcmalloc's time with pages shrinking, 0.9x without).
+ * So the heap is at its peak only while at most MANYMALLOC_SHRINK_THREADS
+ * threads (2) have heaps (docs/cpu-design.md, "Giving memory back as the
+ * heap grows"). */
 void mm_heap_give_back_growth(mm_heap_t *heap) {
   size_t want = heap->grown, in_use = mm_heap_in_use(heap);
   if (in_use > heap->in_use_high) {
@@ -303,7 +308,8 @@ void mm_heap_give_back_growth(mm_heap_t *heap) {
     heap->high_rose_at = heap->give_backs;
   }
   bool rising = heap->give_backs - heap->high_rose_at <= MM_RISING_CALLS;
-  bool at_peak = mm_options.shrink && rising && in_use >= heap->in_use_high - heap->in_use_high / MM_NEAR_HIGH;
+  bool at_peak = mm_options.shrink && rising && in_use >= heap->in_use_high - heap->in_use_high / MM_NEAR_HIGH &&
+                 mm_thread_count() <= mm_options.shrink_threads;
   if (at_peak) want += heap->refaulted;
   heap->give_backs++;
   heap->refaulted = 0;

@@ -10,9 +10,13 @@
  * adopts it next), puts the thread back on mm_heap_empty (so frees from
  * later TLS destructors still work) and orphans the heap.
  *
- * fork: the allocator holds no lock, so no atfork handler is needed; in the
- * child the forking thread keeps its heap, and blocks of the parent's other
- * threads are freed through the remote path of their (now ownerless) heaps. */
+ * It also counts the threads that have a heap (pages shrink only while few
+ * do, heap.c).
+ *
+ * fork: the allocator holds no lock, so its atfork handler only sets that
+ * count in the child, where the forking thread alone runs; it keeps its
+ * heap, and blocks of the parent's other threads are freed through the
+ * remote path of their (now ownerless) heaps. */
 #include <pthread.h>
 
 #include "internal.h"
@@ -30,6 +34,9 @@ __thread mm_heap_t *mm_heap_tls __attribute__((tls_model("initial-exec"))) = &mm
  * destructors do not give the dying thread a new heap. */
 static __thread bool mm_thread_exited __attribute__((tls_model("initial-exec")));
 
+/* Threads that have a heap now (heap.c shrinks pages only while few do). */
+static uintptr_t mm_threads;
+
 static pthread_once_t mm_process_once = PTHREAD_ONCE_INIT;
 static pthread_key_t mm_thread_key;
 
@@ -39,6 +46,12 @@ static void mm_thread_done(void *value) {
   mm_heap_collect(heap, false);
   mm_heap_tls = &mm_heap_empty;
   mm_heap_release(heap);
+  mm_atomic_fetch_add(&mm_threads, (uintptr_t)-1);
+}
+
+/* In a child only the forking thread runs. */
+static void mm_fork_child(void) {
+  mm_atomic_store_relaxed(&mm_threads, mm_heap_tls != &mm_heap_empty);
 }
 
 static void mm_process_init(void) {
@@ -48,6 +61,7 @@ static void mm_process_init(void) {
   mm_large_cache_init();
   mm_heaps_init();
   pthread_key_create(&mm_thread_key, mm_thread_done);
+  pthread_atfork(NULL, NULL, mm_fork_child);
 }
 
 /* Gives the calling thread a heap; NULL (errno ENOMEM) when there is no
@@ -58,7 +72,12 @@ mm_heap_t *mm_thread_init(void) {
   if (heap == NULL) return NULL;
   mm_heap_tls = heap;
   pthread_setspecific(mm_thread_key, heap);
+  mm_atomic_fetch_add(&mm_threads, 1);
   return heap;
+}
+
+size_t mm_thread_count(void) {
+  return mm_atomic_load_relaxed(&mm_threads);
 }
 
 /* Also at load time, so that options (checked mode) hold even for a free

@@ -24,6 +24,7 @@ typedef struct mm_options_s {
   bool checked;          /* MANYMALLOC_CHECKED: validate every free */
   bool purge;            /* MANYMALLOC_PURGE: give unused memory back to the OS (madvise) */
   bool shrink;           /* MANYMALLOC_SHRINK: also from inside pages, to match growth near the peak (shrink.c) */
+  size_t shrink_threads; /* MANYMALLOC_SHRINK_THREADS: ... while at most this many threads have heaps */
   size_t purge_delay;    /* MANYMALLOC_PURGE_DELAY: ms an emptied segment stays as it is before that */
   size_t segment_cache;  /* MANYMALLOC_SEGMENT_CACHE: empty segments kept mapped */
   size_t orphan_cache;   /* capacity of the orphaned-heap queue */
@@ -47,6 +48,7 @@ extern mm_heap_t mm_heap_empty;
 extern const mm_page_t mm_page_empty;
 mm_heap_t *mm_thread_init(void);
 mm_heap_t *mm_thread_init_on_free(void);
+size_t mm_thread_count(void);
 
 /* ---- heap.c ---- */
 mm_heap_t *mm_heap_acquire(void);

@@ -11,6 +11,7 @@ mm_options_t mm_options = {
   .checked = false,
   .purge = true,
   .shrink = true,
+  .shrink_threads = 2,
   .purge_delay = 10,
   .segment_cache = 8,
   .orphan_cache = 1024,
@@ -37,6 +38,7 @@ void mm_options_init(void) {
   mm_options.checked = mm_option_flag("MANYMALLOC_CHECKED", mm_options.checked);
   mm_options.purge = mm_option_flag("MANYMALLOC_PURGE", mm_options.purge);
   mm_options.shrink = mm_options.purge && mm_option_flag("MANYMALLOC_SHRINK", mm_options.shrink);
+  mm_options.shrink_threads = mm_option_number("MANYMALLOC_SHRINK_THREADS", mm_options.shrink_threads, SIZE_MAX);
   mm_options.purge_delay = mm_option_number("MANYMALLOC_PURGE_DELAY", mm_options.purge_delay, 3600 * 1000);
   mm_options.segment_cache = mm_option_number("MANYMALLOC_SEGMENT_CACHE", mm_options.segment_cache, 1024);
 }

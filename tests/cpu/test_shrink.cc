@@ -3,7 +3,9 @@
 // holds their blocks out of its free list, and links them again before it
 // carves further.  The blocks still in use keep their bytes, and no block
 // is handed out twice.  Each case runs in a thread of its own, so that its
-// heap is fresh (or an adopted one that holds nothing live).
+// heap is fresh (or an adopted one that holds nothing live).  Pages shrink
+// only while few threads have heaps; CTest runs this program with
+// MANYMALLOC_SHRINK_THREADS=9, the threads of the stress case and main.
 #include <manymalloc/manymalloc.h>
 
 #include <gtest/gtest.h>
@@ -13,6 +15,8 @@
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
+#include <cstdlib>
 #include <cstdint>
 #include <mutex>
 #include <random>
@@ -45,50 +49,63 @@ bool disjoint(std::vector<std::pair<uintptr_t, size_t>> blocks) {
   return true;
 }
 
-// Frees the blocks of three OS pages in four, lets another class grow the
-// heap by more than that, and expects most of those OS pages to have gone
-// back; then allocates the small class again and expects the held-out
-// blocks to serve it before new memory, with every byte intact.
+// The first half of the cases below: allocates 768 KiB of small blocks,
+// frees the blocks of three OS pages in four, and lets another class grow
+// the heap by more than that (1 MiB of 1 KiB blocks). Counts how many of
+// the emptied OS pages are resident before and after the growth.
+struct GrowthAfterFrees {
+  static constexpr size_t kBlocks = 16384;
+  std::vector<void *> small, big;
+  std::vector<size_t> kept;        // small blocks still live
+  std::vector<uintptr_t> emptied;  // OS pages whose every block (and neighbour's) is freed
+  size_t before = 0, after = 0;
+};
+
+void grow_after_frees(GrowthAfterFrees &g) {
+  g.small.resize(g.kBlocks);
+  for (size_t i = 0; i < g.kBlocks; i++) {
+    g.small[i] = mm_malloc(kSmall);
+    ASSERT_NE(g.small[i], nullptr);
+    tag_fill(g.small[i], kSmall, tag_make(1, uint32_t(i)), TagSpan::all);
+  }
+  // Reserved up front: no malloc between the frees and the first count
+  // (one that grew the heap would already give the freed pages back).
+  g.kept.reserve(g.kBlocks);
+  g.emptied.reserve(g.kBlocks);
+  g.big.reserve(1024);
+  for (size_t i = 0; i < g.kBlocks; i++) {
+    if (os_page_of(g.small[i]) % 4 == 0) {
+      g.kept.push_back(i);
+      continue;
+    }
+    if (os_page_of(g.small[i]) % 4 == 2) g.emptied.push_back(os_page_of(g.small[i]));
+    mm_free(g.small[i]);
+    g.small[i] = nullptr;
+  }
+  g.emptied.erase(std::unique(g.emptied.begin(), g.emptied.end()), g.emptied.end());
+  ASSERT_GT(g.emptied.size(), 20u);
+  for (uintptr_t p : g.emptied) g.before += resident(p);
+  EXPECT_GE(g.before, g.emptied.size() * 9 / 10) << "freed blocks stay resident until the heap grows";
+  for (size_t i = 0; i < 1024; i++) {
+    g.big.push_back(mm_malloc(1024));
+    ASSERT_NE(g.big.back(), nullptr);
+    tag_fill(g.big.back(), 1024, tag_make(2, uint32_t(i)), TagSpan::all);
+  }
+  for (uintptr_t p : g.emptied) g.after += resident(p);
+}
+
+// Then expects most of those OS pages to have gone back; allocates the
+// small class again and expects the held-out blocks to serve it before new
+// memory, with every byte intact.
 TEST(Shrink, FreeOsPagesGoBackWhenAnotherClassGrows) {
   std::thread([] {
-    constexpr size_t kBlocks = 16384;  // 768 KiB
-    std::vector<void *> small(kBlocks);
-    for (size_t i = 0; i < kBlocks; i++) {
-      small[i] = mm_malloc(kSmall);
-      ASSERT_NE(small[i], nullptr);
-      tag_fill(small[i], kSmall, tag_make(1, uint32_t(i)), TagSpan::all);
-    }
-    // Reserved up front: no malloc between the frees and the first count
-    // (one that grew the heap would already give the freed pages back).
-    std::vector<size_t> kept;
-    std::vector<uintptr_t> emptied;  // OS pages whose every block (and neighbour's) is freed
-    kept.reserve(kBlocks);
-    emptied.reserve(kBlocks);
-    for (size_t i = 0; i < kBlocks; i++) {
-      if (os_page_of(small[i]) % 4 == 0) {
-        kept.push_back(i);
-        continue;
-      }
-      if (os_page_of(small[i]) % 4 == 2) emptied.push_back(os_page_of(small[i]));
-      mm_free(small[i]);
-      small[i] = nullptr;
-    }
-    emptied.erase(std::unique(emptied.begin(), emptied.end()), emptied.end());
-    ASSERT_GT(emptied.size(), 20u);
-    size_t before = 0;
-    for (uintptr_t p : emptied) before += resident(p);
-    EXPECT_GE(before, emptied.size() * 9 / 10) << "freed blocks stay resident until the heap grows";
-
-    std::vector<void *> big;
-    big.reserve(1024);
-    for (size_t i = 0; i < 1024; i++) {  // 1 MiB of 1 KiB blocks: fresh growth
-      big.push_back(mm_malloc(1024));
-      ASSERT_NE(big.back(), nullptr);
-      tag_fill(big.back(), 1024, tag_make(2, uint32_t(i)), TagSpan::all);
-    }
-    size_t after = 0;
-    for (uintptr_t p : emptied) after += resident(p);
-    EXPECT_LE(after, emptied.size() / 4) << "the emptied OS pages should have gone back as the heap grew";
+    GrowthAfterFrees g;
+    grow_after_frees(g);
+    if (::testing::Test::HasFatalFailure()) return;
+    constexpr size_t kBlocks = GrowthAfterFrees::kBlocks;
+    std::vector<void *> &small = g.small, &big = g.big;
+    const std::vector<size_t> &kept = g.kept;
+    EXPECT_LE(g.after, g.emptied.size() / 4) << "the emptied OS pages should have gone back as the heap grew";
 
     for (size_t i : kept) EXPECT_TRUE(tag_check(small[i], kSmall, tag_make(1, uint32_t(i)), TagSpan::all)) << i;
 
@@ -124,6 +141,34 @@ TEST(Shrink, FreeOsPagesGoBackWhenAnotherClassGrows) {
       mm_free(big[i]);
     }
   }).join();
+}
+
+// With more threads holding heaps than MANYMALLOC_SHRINK_THREADS (CTest
+// sets it for this program; 2 by default), pages do not shrink: the
+// emptied OS pages stay resident as the heap grows.
+TEST(Shrink, PagesDoNotShrinkWhileManyThreadsHaveHeaps) {
+  const char *limit_env = std::getenv("MANYMALLOC_SHRINK_THREADS");
+  const size_t limit = limit_env != nullptr ? std::strtoul(limit_env, nullptr, 10) : 2;
+  std::atomic<size_t> ready{0};
+  std::atomic<bool> done{false};
+  std::vector<std::thread> idle;
+  for (size_t i = 0; i < limit; i++)
+    idle.emplace_back([&] {
+      mm_free(mm_malloc(16));  // this thread has a heap now
+      ready++;
+      while (!done) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    });
+  while (ready < limit) std::this_thread::yield();
+  std::thread([] {
+    GrowthAfterFrees g;
+    grow_after_frees(g);
+    if (::testing::Test::HasFatalFailure()) return;
+    EXPECT_GE(g.after, g.emptied.size() * 9 / 10) << "pages shrank while more threads than the limit had heaps";
+    for (void *p : g.small) mm_free(p);
+    for (void *p : g.big) mm_free(p);
+  }).join();
+  done = true;
+  for (std::thread &t : idle) t.join();
 }
 
 // Owners grow and shrink their heaps through changing sizes while other
