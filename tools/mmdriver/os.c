@@ -28,3 +28,8 @@ void *os_resize(void *p, size_t old_size, size_t new_size) {
   }
   return q;
 }
+
+__attribute__((noinline)) void os_stack_prefault(size_t bytes) {
+  volatile char *area = __builtin_alloca(bytes);
+  for (size_t i = 0; i < bytes; i += 4096) area[i] = 0;
+}

@@ -16,5 +16,8 @@ void *os_alloc(size_t size);
 void  os_free(void *p, size_t size);
 /* Resizes a mapping from `old_size` to `new_size` bytes, keeping its contents. */
 void *os_resize(void *p, size_t old_size, size_t new_size);
+/* Faults in `bytes` of the calling thread's stack below the caller, so that
+ * the replay's own calls do not grow the resident memory charged to it. */
+void  os_stack_prefault(size_t bytes);
 
 #endif /* MMDRIVER_OS_H */

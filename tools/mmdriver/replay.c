@@ -195,6 +195,7 @@ static void replay_run(replay_thread_t *rs, unsigned threads, void *(*body)(void
 void replay_validate(const trace_t *t, unsigned threads, replay_check_t *out) {
   replay_thread_t *rs = replay_threads_new(t, threads, 1);
   heap_release();
+  os_stack_prefault(256 * 1024); /* where the stack's end lies in its page varies from run to run */
   rs[0].base_footprint = heap_footprint_base();
   rs[0].peak_footprint = heap_footprint();
   rs[0].sampler = threads == 1;
