@@ -61,7 +61,6 @@ static void mm_process_init(void) {
   mm_large_cache_init();
   mm_heaps_init();
   pthread_key_create(&mm_thread_key, mm_thread_done);
-  pthread_atfork(NULL, NULL, mm_fork_child);
 }
 
 /* Gives the calling thread a heap; NULL (errno ENOMEM) when there is no
@@ -76,12 +75,11 @@ mm_heap_t *mm_thread_init(void) {
   return heap;
 }
 
+/* Threads that have a heap now. */
 size_t mm_thread_count(void) {
   return mm_atomic_load_relaxed(&mm_threads);
 }
 
-/* Also at load time, so that options (checked mode) hold even for a free
- * that comes before the first malloc. */
 /* A heap for a thread whose first call is a free; NULL after its exit.
  * It adopts like any other: threads that free first and then malloc (a
  * generation taking over its predecessor's blocks) must find the
@@ -90,8 +88,13 @@ mm_heap_t *mm_thread_init_on_free(void) {
   return mm_thread_exited ? NULL : mm_thread_init();
 }
 
+/* Also at load time, so that options (checked mode) hold even for a free
+ * that comes before the first malloc. The atfork handler is registered
+ * here, not in mm_process_init: glibc may allocate for it, and a malloc
+ * from inside the first malloc's pthread_once would wait for itself. */
 __attribute__((constructor)) static void mm_process_start(void) {
   pthread_once(&mm_process_once, mm_process_init);
+  pthread_atfork(NULL, NULL, mm_fork_child);
 }
 
 __attribute__((destructor)) static void mm_process_done(void) {
