@@ -11,6 +11,7 @@
 #include <gtest/gtest.h>
 
 #include <sys/mman.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -143,22 +144,40 @@ TEST(Shrink, FreeOsPagesGoBackWhenAnotherClassGrows) {
   }).join();
 }
 
-// With more threads holding heaps than MANYMALLOC_SHRINK_THREADS (CTest
-// sets it for this program; 2 by default), pages do not shrink: the
+// The most threads with heaps for which pages shrink: MANYMALLOC_SHRINK_THREADS
+// (CTest sets it for this program), else the default.
+size_t shrink_thread_limit() {
+  const char *env = std::getenv("MANYMALLOC_SHRINK_THREADS");
+  return env != nullptr ? std::strtoul(env, nullptr, 10) : 2;
+}
+
+// `n` threads that take a heap and wait until this object goes.
+class IdleThreadsWithHeaps {
+ public:
+  explicit IdleThreadsWithHeaps(size_t n) {
+    for (size_t i = 0; i < n; i++)
+      threads_.emplace_back([this] {
+        mm_free(mm_malloc(16));
+        ready_++;
+        while (!done_) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+      });
+    while (ready_ < n) std::this_thread::yield();
+  }
+  ~IdleThreadsWithHeaps() {
+    done_ = true;
+    for (std::thread &t : threads_) t.join();
+  }
+
+ private:
+  std::atomic<size_t> ready_{0};
+  std::atomic<bool> done_{false};
+  std::vector<std::thread> threads_;
+};
+
+// With more threads holding heaps than the limit, pages do not shrink: the
 // emptied OS pages stay resident as the heap grows.
 TEST(Shrink, PagesDoNotShrinkWhileManyThreadsHaveHeaps) {
-  const char *limit_env = std::getenv("MANYMALLOC_SHRINK_THREADS");
-  const size_t limit = limit_env != nullptr ? std::strtoul(limit_env, nullptr, 10) : 2;
-  std::atomic<size_t> ready{0};
-  std::atomic<bool> done{false};
-  std::vector<std::thread> idle;
-  for (size_t i = 0; i < limit; i++)
-    idle.emplace_back([&] {
-      mm_free(mm_malloc(16));  // this thread has a heap now
-      ready++;
-      while (!done) std::this_thread::sleep_for(std::chrono::milliseconds(1));
-    });
-  while (ready < limit) std::this_thread::yield();
+  IdleThreadsWithHeaps idle(shrink_thread_limit());
   std::thread([] {
     GrowthAfterFrees g;
     grow_after_frees(g);
@@ -167,8 +186,27 @@ TEST(Shrink, PagesDoNotShrinkWhileManyThreadsHaveHeaps) {
     for (void *p : g.small) mm_free(p);
     for (void *p : g.big) mm_free(p);
   }).join();
-  done = true;
-  for (std::thread &t : idle) t.join();
+}
+
+// A child forked while more threads than the limit have heaps runs the
+// forking thread alone: its threads' pages shrink again.
+TEST(Shrink, PagesShrinkInAForkChildOfManyThreads) {
+  IdleThreadsWithHeaps idle(shrink_thread_limit());
+  pid_t pid = fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    bool shrank = false;
+    std::thread([&shrank] {
+      GrowthAfterFrees g;
+      grow_after_frees(g);
+      shrank = !::testing::Test::HasFailure() && g.after <= g.emptied.size() / 4;
+    }).join();
+    _exit(shrank ? 0 : 1);
+  }
+  int status = 0;
+  ASSERT_EQ(waitpid(pid, &status, 0), pid);
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0)
+      << "the child counted its parent's threads: its pages did not shrink";
 }
 
 // Owners grow and shrink their heaps through changing sizes while other
