@@ -188,6 +188,20 @@ TEST(Shrink, PagesDoNotShrinkWhileManyThreadsHaveHeaps) {
   }).join();
 }
 
+// Threads that exited no longer count: once the idle threads are gone,
+// pages shrink again.
+TEST(Shrink, PagesShrinkAgainOnceThreadsExit) {
+  { IdleThreadsWithHeaps idle(2 * shrink_thread_limit()); }
+  std::thread([] {
+    GrowthAfterFrees g;
+    grow_after_frees(g);
+    if (::testing::Test::HasFatalFailure()) return;
+    EXPECT_LE(g.after, g.emptied.size() / 4) << "exited threads still counted: pages did not shrink";
+    for (void *p : g.small) mm_free(p);
+    for (void *p : g.big) mm_free(p);
+  }).join();
+}
+
 // A child forked while more threads than the limit have heaps runs the
 // forking thread alone: its threads' pages shrink again.
 TEST(Shrink, PagesShrinkInAForkChildOfManyThreads) {
