@@ -174,32 +174,42 @@ class IdleThreadsWithHeaps {
   std::vector<std::thread> threads_;
 };
 
+// grow_after_frees run in a thread of its own (a fresh heap, or an adopted
+// one that holds nothing live), its blocks freed afterwards: how many OS
+// pages it emptied and how many of them stayed resident as the heap grew.
+struct ShrinkProbe {
+  size_t emptied = 0, after = 0;
+  bool fatal = false;  // an assertion stopped it before the counts
+};
+
+ShrinkProbe shrink_probe_in_new_thread() {
+  ShrinkProbe r;
+  std::thread([&r] {
+    GrowthAfterFrees g;
+    grow_after_frees(g);
+    r = {g.emptied.size(), g.after, ::testing::Test::HasFatalFailure()};
+    for (void *p : g.small) mm_free(p);
+    for (void *p : g.big) mm_free(p);
+  }).join();
+  return r;
+}
+
 // With more threads holding heaps than the limit, pages do not shrink: the
 // emptied OS pages stay resident as the heap grows.
 TEST(Shrink, PagesDoNotShrinkWhileManyThreadsHaveHeaps) {
   IdleThreadsWithHeaps idle(shrink_thread_limit());
-  std::thread([] {
-    GrowthAfterFrees g;
-    grow_after_frees(g);
-    if (::testing::Test::HasFatalFailure()) return;
-    EXPECT_GE(g.after, g.emptied.size() * 9 / 10) << "pages shrank while more threads than the limit had heaps";
-    for (void *p : g.small) mm_free(p);
-    for (void *p : g.big) mm_free(p);
-  }).join();
+  ShrinkProbe r = shrink_probe_in_new_thread();
+  if (r.fatal) return;
+  EXPECT_GE(r.after, r.emptied * 9 / 10) << "pages shrank while more threads than the limit had heaps";
 }
 
 // Threads that exited no longer count: once the idle threads are gone,
 // pages shrink again.
 TEST(Shrink, PagesShrinkAgainOnceThreadsExit) {
   { IdleThreadsWithHeaps idle(2 * shrink_thread_limit()); }
-  std::thread([] {
-    GrowthAfterFrees g;
-    grow_after_frees(g);
-    if (::testing::Test::HasFatalFailure()) return;
-    EXPECT_LE(g.after, g.emptied.size() / 4) << "exited threads still counted: pages did not shrink";
-    for (void *p : g.small) mm_free(p);
-    for (void *p : g.big) mm_free(p);
-  }).join();
+  ShrinkProbe r = shrink_probe_in_new_thread();
+  if (r.fatal) return;
+  EXPECT_LE(r.after, r.emptied / 4) << "exited threads still counted: pages did not shrink";
 }
 
 // A child forked while more threads than the limit have heaps runs the
@@ -209,13 +219,8 @@ TEST(Shrink, PagesShrinkInAForkChildOfManyThreads) {
   pid_t pid = fork();
   ASSERT_GE(pid, 0);
   if (pid == 0) {
-    bool shrank = false;
-    std::thread([&shrank] {
-      GrowthAfterFrees g;
-      grow_after_frees(g);
-      shrank = !::testing::Test::HasFailure() && g.after <= g.emptied.size() / 4;
-    }).join();
-    _exit(shrank ? 0 : 1);
+    ShrinkProbe r = shrink_probe_in_new_thread();
+    _exit(!::testing::Test::HasFailure() && r.after <= r.emptied / 4 ? 0 : 1);
   }
   int status = 0;
   ASSERT_EQ(waitpid(pid, &status, 0), pid);
