@@ -106,13 +106,17 @@ static __device__ xmc_block xmc_block_of(char *p) {
     // pointer is not read (a misaligned load would fault).
     if (region < 0 || ((uintptr_t)p & 15) || p - h.regions[region].base < (ptrdiff_t)xmc_chunk_header) break;
     const uint32_t unit = xmc_unit_in(h.regions[region].base, p);
-    if (char *chunk = h.coalescing ? xmc_map_chunk(region, unit, xmc_map_entry(region, unit)) : nullptr) {
+    // Both map entries read at once: a Basicblock's free then waits for one
+    // round trip, not two.
+    const uint32_t back = h.coalescing ? xmc_map_entry(region, unit) : 0;
+    const uint32_t sb_entry = h.superblocks ? xmc_sb_map_load(region, unit) : 0;
+    if (char *chunk = xmc_map_chunk(region, unit, back)) {
       const uint64_t w = *xmc_coalesced_word_of(chunk), tag = *xmc_chunk_tag(chunk);
       const int index = xmc_compartment_index(chunk, w, p);
       if (index > 0 || (index == 0 && (xmc_coalesced::live(w) & 1))) return {xmc_compartment, index, chunk, w};
       if (index == 0) return xmc_chunk_block(p, tag);
     }
-    const xmc_sb_at sb = xmc_sb_map_decode(h.superblocks ? xmc_sb_map_load(region, unit) : 0, unit);
+    const xmc_sb_at sb = xmc_sb_map_decode(sb_entry, unit);
     int index = xmc_sb_block_index(region, sb, p);
     if (index >= 0) return {xmc_basicblock, index, p, (uint64_t)sb.cls};
     const uint64_t hdr = *(uint64_t *)(p - 8);
