@@ -1,10 +1,9 @@
-// gpu/sb_stack.cuh: where emptied Superblocks go, and partly free ones
+// gpu/sb_stack.cuh: where published Superblocks (partly free or emptied) go
 // when the second-level FIFOs they may join are full. A few lock-free stacks
 // per class and SM, a warp picking one by its salt, linked through the
 // Superblocks' own headers: they never run out of room, so publishing a
 // Superblock always succeeds, and a burst of frees that empties thousands of
-// Superblocks (free-all) neither queues on one head nor sends them through
-// the region lock. The head word is ABA tag:32 (high) | ref:32 of the top
+// Superblocks (free-all) never sends them through the region lock. The head word is ABA tag:32 (high) | ref:32 of the top
 // Superblock; the tag changes with every push and pop, so a pop that read a
 // stale `next` fails its CAS.
 #pragma once
