@@ -3,9 +3,9 @@
 // per class and SM, a warp picking one by its salt, linked through the
 // Superblocks' own headers: they never run out of room, so publishing a
 // Superblock always succeeds, and a burst of frees that empties thousands of
-// Superblocks (free-all) never sends them through the region lock. The head word is ABA tag:32 (high) | ref:32 of the top
-// Superblock; the tag changes with every push and pop, so a pop that read a
-// stale `next` fails its CAS.
+// Superblocks (free-all) never sends them through the region lock. The head
+// word is ABA tag:32 (high) | ref:32 of the top Superblock; the tag changes
+// with every push and pop, so a pop that read a stale `next` fails its CAS.
 #pragma once
 #include "heap.cuh"
 #include "warp.cuh"
