@@ -13,8 +13,8 @@
 //
 // xmcFree reads the entry beside the unit map's and uses it when the unit
 // map names no compartment; with the class it finds the block's index by
-// arithmetic and frees it with one atomic on the Superblock's live mask. Granules and the map's size are in
-// types.cuh (the host lays the map out).
+// arithmetic and frees it with one atomic on the Superblock's live mask.
+// Granules and the map's size are in types.cuh (the host lays the map out).
 #pragma once
 #include "heap.cuh"
 #include "size_class.cuh"
