@@ -63,12 +63,13 @@ xmcError xmc_host_add_regions(xmc_host_heap *host, size_t bytes) {
       return err;
     }
     // Blocks, then the unit map (a byte per unit) and the Superblock map (a
-    // word per 32 units) at the very end; a multiple of 128 units, so that
-    // the unit map starts on a unit and the Superblock map on 16 bytes.
-    // Each unit takes 64 + 1 + 4/32 bytes: 521 per 8 units.
+    // word per 32 units) at the very end; a multiple of 256 units, so that
+    // the unit map starts on a unit, holds whole swizzled tiles
+    // (unit_map.cuh), and the Superblock map starts on 16 bytes. Each unit
+    // takes 64 + 1 + 4/32 bytes: 521 per 8 units.
     xmc_region region{};
     region.base = (char *)base;
-    region.units = (uint32_t)(take * 8 / (8 * (xmc_unit + 1) + 1)) & ~127u;
+    region.units = (uint32_t)(take * 8 / (8 * (xmc_unit + 1) + 1)) & ~255u;
     region.map = (uint8_t *)base + take - xmc_region_map_bytes(region.units);
     region.free_head = xmc_nil;
     xmc_heap_add_region_kernel<<<1, 1>>>(region);

@@ -9,6 +9,17 @@
 // be named: its payload is then also its first compartment's, not live, and
 // xmcFree reads the chunk's tag to tell them apart (xmalloc.cu). The map
 // follows the region's units (host.cu).
+//
+// The entries of a tile of 256 units are stored in a swizzled order, so that
+// one 32-byte sector holds 8 neighbouring units from each of 4 stretches 4
+// KiB apart:
+//
+//   unit:  ... | b7 b6 | b5 | b4 b3 | b2 b1 b0
+//   entry: ... | b5 | b4 b3 | b7 b6 | b2 b1 b0     (sector: the low 5 bits)
+//
+// The lanes of a warp freeing blocks of 512 B to 4 KiB then read 8 sectors,
+// not up to 32: in a heap too large for L2 the map otherwise costs a third
+// of such a free (the compartments of one chunk still share one or two).
 #pragma once
 #include <cuda/atomic>
 #include "heap.cuh"
@@ -27,9 +38,15 @@ __device__ __forceinline__ void xmc_map_store(uint8_t *entry, uint32_t v) {
   asm volatile("st.relaxed.gpu.global.u8 [%0], %1;" ::"l"(__cvta_generic_to_global(entry)), "r"(v) : "memory");
 }
 
+// Where unit `unit`'s entry is stored in its region's map.
+__device__ __forceinline__ uint32_t xmc_map_slot(uint32_t unit) {
+  const uint32_t field = unit & 0xf8;  // bits 3-7, rotated left by two places
+  return (unit & ~0xf8u) | ((field << 2 | field >> 3) & 0xf8);
+}
+
 // The map's entry for unit `unit` of region `region`.
 __device__ __forceinline__ uint32_t xmc_map_entry(uint32_t region, uint32_t unit) {
-  return xmc_map_load(&xmc_c_heap.regions[region].map[unit]);
+  return xmc_map_load(&xmc_c_heap.regions[region].map[xmc_map_slot(unit)]);
 }
 
 // The chunk that entry `back` of unit `unit` names, or nullptr.
@@ -41,7 +58,7 @@ __device__ __forceinline__ char *xmc_map_chunk(uint32_t region, uint32_t unit, u
 __device__ __forceinline__ void xmc_map_mark(uint32_t region, const char *chunk, const char *p) {
   const char *base = xmc_c_heap.regions[region].base;
   const uint32_t unit = xmc_unit_in(base, p);
-  xmc_map_store(&xmc_c_heap.regions[region].map[unit], unit + 1 - xmc_unit_in(base, chunk));
+  xmc_map_store(&xmc_c_heap.regions[region].map[xmc_map_slot(unit)], unit + 1 - xmc_unit_in(base, chunk));
 }
 
 // Forgets the chunks of a Memoryblock going back to the heap (`units` from
@@ -49,10 +66,11 @@ __device__ __forceinline__ void xmc_map_mark(uint32_t region, const char *chunk,
 __device__ inline void xmc_map_clear(const char *start, uint32_t units, uint32_t region) {
   uint8_t *map = xmc_c_heap.regions[region].map;
   const uint32_t first = xmc_unit_in(xmc_c_heap.regions[region].base, start), end = first + units;
+  // Eight units from a multiple of 8 have neighbouring entries.
   uint32_t u = first;
-  for (; u < end && (u & 3); ++u) xmc_map_store(&map[u], 0);
-  for (; u + 4 <= end; u += 4) xmc_atomic32(*(uint32_t *)&map[u]).store(0, cuda::memory_order_relaxed);
-  for (; u < end; ++u) xmc_map_store(&map[u], 0);
+  for (; u < end && (u & 7); ++u) xmc_map_store(&map[xmc_map_slot(u)], 0);
+  for (; u + 8 <= end; u += 8) xmc_atomic_u64(*(unsigned long long *)&map[xmc_map_slot(u)]).store(0, cuda::memory_order_relaxed);
+  for (; u < end; ++u) xmc_map_store(&map[xmc_map_slot(u)], 0);
 }
 
 // A Superblock or class Memoryblock of `cls` goes back to the heap: the
