@@ -17,9 +17,9 @@
 //   unit:  ... | b7 b6 | b5 | b4 b3 | b2 b1 b0
 //   entry: ... | b5 | b4 b3 | b7 b6 | b2 b1 b0     (sector: the low 5 bits)
 //
-// The lanes of a warp freeing blocks of 512 B to 4 KiB then read 8 sectors,
-// not up to 32: in a heap too large for L2 the map otherwise costs a third
-// of such a free (the compartments of one chunk still share one or two).
+// A warp freeing 32 Basicblocks of 2 or 4 KiB in a row then reads at most
+// 14 / 11 sectors, not 32: in a heap too large for L2 the map otherwise
+// costs a quarter of such a free. The compartments of one chunk take two.
 #pragma once
 #include <cuda/atomic>
 #include "heap.cuh"
