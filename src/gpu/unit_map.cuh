@@ -19,7 +19,7 @@
 //
 // A warp freeing 32 Basicblocks of 2 or 4 KiB in a row then reads at most
 // 14 / 11 sectors, not 32: in a heap too large for L2 the map otherwise
-// costs a quarter of such a free. The compartments of one chunk take two.
+// costs up to a third of such a free. The compartments of one chunk take two.
 #pragma once
 #include <cuda/atomic>
 #include "heap.cuh"
