@@ -95,8 +95,7 @@ static __device__ xmc_block xmc_chunk_block(char *p, uint64_t tag) {
 // once shared by compartments stays in the unit map: its payload is its
 // first compartment's too, and while that is not live it is the chunk's
 // (handed out whole, or a compartment freed twice), told by the tag loaded
-// beside the chunk's word. (The Superblock map read beside the unit map
-// made MilThreads slower, not Basicblock frees faster.)
+// beside the chunk's word.
 static __device__ xmc_block xmc_block_of(char *p) {
   if (!p) return {xmc_none};
   const xmc_heap &h = xmc_c_heap;
