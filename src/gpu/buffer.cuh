@@ -4,7 +4,9 @@
 // not meet. In front of each FIFO sit a few exchange slots, each holding one
 // chunk: taking or parking a chunk there is one atomic exchange that never
 // retries, so a chunk freed and wanted again on the same SM skips the FIFO's
-// CAS loops. Below the buffers are the chunk sources: Superblocks, or one
+// CAS loops. A request for a chunk to be shared by compartments whose own
+// slot is empty looks at the buffer's other slots (one sector) before the
+// FIFO. Below the buffers are the chunk sources: Superblocks, or one
 // Memoryblock per chunk when Superblocks are switched off.
 #pragma once
 #include "superblock.cuh"
@@ -20,12 +22,40 @@ __device__ __forceinline__ unsigned xmc_buffer_index(int cls, unsigned salt) {
   return cls * h.num_buffers + r;
 }
 
-// The exchange slot `salt` picks in front of buffer `index`: hashed, so that
-// warps whose salts differ by a multiple of the SM count still spread.
-__device__ __forceinline__ xmc_atomic32 xmc_hot_slot(unsigned index, unsigned salt) {
-  const xmc_heap &h = xmc_c_heap;
-  const unsigned hash = ((salt >> h.buffers_per_sm_log2) * 0x9E3779B1u) >> 16;
-  return xmc_atomic32(h.hot[index * xmc_hot_slots + hash % xmc_hot_slots]);
+// Which exchange slot (0..7) `salt` picks in front of a buffer: hashed, so
+// that warps whose salts differ by a multiple of the SM count still spread.
+__device__ __forceinline__ unsigned xmc_hot_pick(unsigned salt) {
+  return (((salt >> xmc_c_heap.buffers_per_sm_log2) * 0x9E3779B1u) >> 16) % xmc_hot_slots;
+}
+
+__device__ __forceinline__ xmc_atomic32 xmc_hot_slot(unsigned index, unsigned pick) {
+  return xmc_atomic32(xmc_c_heap.hot[index * xmc_hot_slots + pick]);
+}
+
+// Bit k set: exchange slot k in front of buffer `index` held a chunk (a
+// hint, without ordering). The row is one sector: one round trip.
+__device__ __forceinline__ uint32_t xmc_hot_occupied(unsigned index) {
+  const uint32_t *row = xmc_c_heap.hot + index * xmc_hot_slots;
+  uint32_t v[8];
+  asm volatile("ld.relaxed.gpu.global.v4.u32 {%0,%1,%2,%3}, [%4];"
+               : "=r"(v[0]), "=r"(v[1]), "=r"(v[2]), "=r"(v[3]) : "l"(__cvta_generic_to_global(row)) : "memory");
+  asm volatile("ld.relaxed.gpu.global.v4.u32 {%0,%1,%2,%3}, [%4];"
+               : "=r"(v[4]), "=r"(v[5]), "=r"(v[6]), "=r"(v[7]) : "l"(__cvta_generic_to_global(row + 4)) : "memory");
+  uint32_t bits = 0;
+#pragma unroll
+  for (unsigned k = 0; k < 8; ++k) bits |= (uint32_t)(v[k] != xmc_nil) << k;
+  return bits;
+}
+
+// Takes the chunk in the rank-th slot of `occupied`, counting from slot
+// `from` on (so that warps starting from their own slots spread), if it is
+// still there.
+__device__ __forceinline__ char *xmc_hot_take_seen(unsigned index, uint32_t occupied, unsigned rank, unsigned from) {
+  if (rank >= (unsigned)__popc(occupied)) return nullptr;
+  const uint32_t rotated = ((occupied | occupied << xmc_hot_slots) >> from) & 0xffu;
+  const unsigned pick = (xmc_nth_set_bit(rotated, rank) + from) % xmc_hot_slots;
+  const uint32_t ref = xmc_hot_slot(index, pick).exchange(xmc_nil, cuda::memory_order_acquire);
+  return ref != xmc_nil ? xmc_deref(ref) : nullptr;
 }
 
 __device__ __forceinline__ uint64_t *xmc_chunk_tag(char *chunk) { return (uint64_t *)chunk + 3; }
@@ -174,16 +204,25 @@ __device__ inline char *xmc_buffer_get_warp(unsigned group, int cls, bool whole)
   if (h.buffering) {
     const unsigned salt = xmc_warp_salt(), rank = xmc_warp_rank(group);
     const unsigned index = xmc_buffer_index(cls, salt);
-    const bool queued = xmc_fifo_maybe_nonempty(&h.buffers[index]);  // overlaps the exchange
+    xmc_fifo *fifo = &h.buffers[index];
+    const xmc_fifo_glance glance = xmc_fifo_glance_at(fifo);  // overlaps the exchange
+    const unsigned pick = xmc_hot_pick(salt + (rank << h.buffers_per_sm_log2));
     if (rank < xmc_hot_slots) {
       // Acquire only: taking a chunk publishes nothing.
-      uint32_t ref = xmc_hot_slot(index, salt + (rank << h.buffers_per_sm_log2)).exchange(xmc_nil, cuda::memory_order_acquire);
+      uint32_t ref = xmc_hot_slot(index, pick).exchange(xmc_nil, cuda::memory_order_acquire);
       if (ref != xmc_nil) chunk = xmc_deref(ref);
     }
     unsigned want = xmc_warp_ballot(group, !chunk);
+    // A chunk to be shared by compartments: one parked in another slot of
+    // the buffer, before the FIFO and the Superblocks. Not while the FIFO was
+    // never used: no slot has overflowed yet, and on a fresh heap (every
+    // request a miss) the look would cost a round trip for nothing.
+    if (want && !chunk && !whole && !glance.never_used())
+      chunk = xmc_hot_take_seen(index, xmc_hot_occupied(index), xmc_warp_rank(want), pick);
+    want = xmc_warp_ballot(group, !chunk);
     // The leader's hint for all: every lane of `want` must join the dequeue.
-    if (want && !chunk && __shfl_sync(want, queued, xmc_warp_leader(want))) {
-      uint32_t ref = xmc_fifo_dequeue_warp(&h.buffers[index], want);
+    if (want && !chunk && __shfl_sync(want, glance.maybe_nonempty(), xmc_warp_leader(want))) {
+      uint32_t ref = xmc_fifo_dequeue_warp(fifo, want);
       if (ref != xmc_nil) chunk = xmc_deref(ref);
     }
     if (chunk && whole) xmc_chunk_mark_live(chunk);
@@ -205,7 +244,7 @@ __device__ inline void xmc_buffer_put(char *chunk, int cls, uint32_t region) {
   if (h.buffering) {
     const unsigned salt = xmc_warp_salt() + xmc_lane_id();
     const unsigned index = xmc_buffer_index(cls, salt);
-    uint32_t ref = xmc_hot_slot(index, salt).exchange(xmc_ref(chunk, region), cuda::memory_order_acq_rel);
+    uint32_t ref = xmc_hot_slot(index, xmc_hot_pick(salt)).exchange(xmc_ref(chunk, region), cuda::memory_order_acq_rel);
     if (ref == xmc_nil || xmc_fifo_enqueue(&h.buffers[index], ref))
       return xmc_stats_count_frees(xmc_stats_here(), cls, 1);
     chunk = xmc_deref(ref);

@@ -92,11 +92,18 @@ __device__ __forceinline__ uint32_t xmc_fifo_dequeue(xmc_fifo *f) {
 // A hint, without ordering: false when the FIFO looked empty. Read ahead of
 // the operations before a dequeue, so that an empty FIFO costs no round trip
 // of its own; a stale answer only sends the caller to its next source.
-__device__ __forceinline__ bool xmc_fifo_maybe_nonempty(xmc_fifo *f) {
-  uint32_t h = xmc_atomic32(f->head).load(cuda::memory_order_relaxed);
-  uint32_t t = xmc_atomic32(f->tail).load(cuda::memory_order_relaxed);
-  return (int32_t)(t - h) > 0;
+struct xmc_fifo_glance {
+  uint32_t head, tail;
+  __device__ bool maybe_nonempty() const { return (int32_t)(tail - head) > 0; }
+  // Nothing was ever enqueued (or 2^32 messages were).
+  __device__ bool never_used() const { return tail == 0; }
+};
+
+__device__ __forceinline__ xmc_fifo_glance xmc_fifo_glance_at(xmc_fifo *f) {
+  return {xmc_atomic32(f->head).load(cuda::memory_order_relaxed), xmc_atomic32(f->tail).load(cuda::memory_order_relaxed)};
 }
+
+__device__ __forceinline__ bool xmc_fifo_maybe_nonempty(xmc_fifo *f) { return xmc_fifo_glance_at(f).maybe_nonempty(); }
 
 // Messages claimed at this moment (a snapshot; others may change it at once,
 // and the last few may still be being written).

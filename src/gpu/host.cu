@@ -124,7 +124,7 @@ size_t xmc_host_place(xmc_heap &h, char *base, uint64_t **slots) {
   h.sb_cursor = p.take<unsigned long long>(xmc_cursors(h));
   h.sb_stacks = p.take<unsigned long long>(nsb * xmc_sb_stacks_per_sm);
   h.sb_spare = p.take<uint32_t>(xmc_cursors(h));
-  h.hot = p.take<uint32_t>(nb * xmc_hot_slots);
+  h.hot = p.take<xmc_hot_row>(nb)->slot;
   h.stats = p.take<xmc_sm_stats>(xmc_stat_slots);
   return p.used;
 }

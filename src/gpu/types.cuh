@@ -35,6 +35,12 @@ constexpr unsigned xmc_sb_full = 0xffffffffu;
 
 constexpr unsigned xmc_fifo_capacity = 64;      // first level: free chunks of one class
 constexpr unsigned xmc_hot_slots = 8;           // exchange slots in front of each first-level FIFO
+// The exchange slots of one first-level FIFO: one 32-byte sector, read at
+// once when the warp's own slot is empty (buffer.cuh).
+struct alignas(32) xmc_hot_row {
+  uint32_t slot[xmc_hot_slots];
+};
+static_assert(sizeof(xmc_hot_row) == 32, "xmc_hot_occupied reads a row as two 16-byte loads");
 constexpr unsigned xmc_sb_fifo_capacity = 256;  // second level: partly free Superblocks
 constexpr unsigned xmc_sb_cursors_per_sm = 2;  // Superblock cursors per class and SM
 constexpr unsigned xmc_sb_stacks_per_sm = 4;   // Superblock stacks per class and SM
@@ -188,7 +194,7 @@ struct xmc_heap {
   uint32_t num_sb_cursors;    // Superblock cursors per class
   uint16_t sb_cursors_in_use[xmc_classes];  // of them, per class: see xmc_host_size_cursors
   xmc_fifo *buffers;          // [class * num_buffers + replica]
-  uint32_t *hot;              // [(class * num_buffers + replica) * xmc_hot_slots + slot]: chunk refs
+  uint32_t *hot;              // [(class * num_buffers + replica) * xmc_hot_slots + slot]: chunk refs (xmc_hot_row)
   xmc_fifo *sb_buffers;       // [class * num_sb_buffers + replica]
   unsigned long long *sb_stacks;  // [(class * num_sb_buffers + replica) * xmc_sb_stacks_per_sm + i]: tag:32 | top ref:32
   unsigned long long *sb_cursor;  // [class * num_sb_cursors + replica]: see xmc_cursor
