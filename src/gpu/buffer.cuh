@@ -70,9 +70,10 @@ __device__ __forceinline__ void xmc_chunk_mark_live(char *chunk) {
 }
 
 // Chunks for the lanes of `group`, marked live when they are to be handed
-// out `whole` (not shared by compartments).
-__device__ inline char *xmc_chunk_source_warp(unsigned group, int cls, bool everywhere, bool whole) {
-  if (xmc_c_heap.superblocks) return xmc_sb_alloc_warp(group, cls, everywhere, whole);
+// out `whole` (not shared by compartments); `published`: see xmc_sb_take.
+__device__ inline char *xmc_chunk_source_warp(unsigned group, int cls, bool everywhere, bool whole,
+                                             bool published = true) {
+  if (xmc_c_heap.superblocks) return xmc_sb_alloc_warp(group, cls, everywhere, whole, published);
   char *chunk = (char *)xmc_mb_alloc(xmc_class_stride(cls) >> xmc_unit_shift, xmc_kind_memory, cls);
   if (chunk && whole) xmc_chunk_mark_live(chunk);
   return chunk;
@@ -201,11 +202,18 @@ static __device__ __noinline__ char *xmc_buffer_scavenge_warp(unsigned group, in
 __device__ inline char *xmc_buffer_get_warp(unsigned group, int cls, bool whole) {
   const xmc_heap &h = xmc_c_heap;
   char *chunk = nullptr;
+  bool published = true;  // whether the Superblock source looks at published ones first
   if (h.buffering) {
     const unsigned salt = xmc_warp_salt(), rank = xmc_warp_rank(group);
     const unsigned index = xmc_buffer_index(cls, salt);
     xmc_fifo *fifo = &h.buffers[index];
     const xmc_fifo_glance glance = xmc_fifo_glance_at(fifo);  // overlaps the exchange
+    // A shared chunk's request on a buffer whose FIFO was never used (on a
+    // fresh heap, every one) goes straight to the cursor: the look at the
+    // published Superblocks costs a round trip and finds nothing there. What
+    // is published is found by requests for whole blocks, by any request
+    // once the FIFO was used, and by all when the heap looks exhausted.
+    published = whole || !glance.never_used();
     const unsigned pick = xmc_hot_pick(salt + (rank << h.buffers_per_sm_log2));
     if (rank < xmc_hot_slots) {
       // Acquire only: taking a chunk publishes nothing.
@@ -228,7 +236,7 @@ __device__ inline char *xmc_buffer_get_warp(unsigned group, int cls, bool whole)
     if (chunk && whole) xmc_chunk_mark_live(chunk);
   }
   unsigned want = xmc_warp_ballot(group, !chunk);
-  if (want && !chunk) chunk = xmc_chunk_source_warp(want, cls, false, whole);
+  if (want && !chunk) chunk = xmc_chunk_source_warp(want, cls, false, whole, published);
   want = xmc_warp_ballot(group, !chunk);
   if (want && !chunk) chunk = xmc_buffer_scavenge_warp(want, cls, whole);
   return chunk;

@@ -334,9 +334,10 @@ __device__ inline uint32_t xmc_sb_published(int cls, bool everywhere) {
 // Up to k blocks from a published Superblock, else from a new one: a group
 // that wants more than half a Superblock carves its own, the others share
 // the cursor. `everywhere` (the heap looked exhausted): any SM's published
-// Superblocks, then any cursor of the class, before carving.
-__device__ inline xmc_mb *xmc_sb_take(int cls, unsigned k, bool everywhere, uint32_t *taken) {
-  for (uint32_t ref; (ref = xmc_sb_published(cls, everywhere)) != xmc_nil;) {
+// Superblocks, then any cursor of the class, before carving. Without
+// `published` (and not `everywhere`), published Superblocks are not looked at.
+__device__ inline xmc_mb *xmc_sb_take(int cls, unsigned k, bool everywhere, bool published, uint32_t *taken) {
+  for (uint32_t ref; (published || everywhere) && (ref = xmc_sb_published(cls, everywhere)) != xmc_nil;) {
     xmc_mb *mb = (xmc_mb *)xmc_deref(ref);
     if ((*taken = xmc_sb_claim(mb, cls, k)) != 0) return mb;
   }
@@ -349,7 +350,7 @@ __device__ inline xmc_mb *xmc_sb_take(int cls, unsigned k, bool everywhere, uint
 // Every lane of `group` gets a Basicblock start, or nullptr once the heap is
 // exhausted. One lane claims for all still waiting, one CAS per Superblock,
 // and marks the blocks live in one atomic when they are handed out `whole`.
-__device__ inline char *xmc_sb_alloc_warp(unsigned group, int cls, bool everywhere, bool whole) {
+__device__ inline char *xmc_sb_alloc_warp(unsigned group, int cls, bool everywhere, bool whole, bool published) {
   char *got = nullptr;
   for (;;) {
     unsigned want = xmc_warp_ballot(group, got == nullptr);
@@ -358,7 +359,7 @@ __device__ inline char *xmc_sb_alloc_warp(unsigned group, int cls, bool everywhe
     xmc_mb *mb = nullptr;
     uint32_t taken = 0;
     if ((int)xmc_lane_id() == leader) {
-      mb = xmc_sb_take(cls, __popc(want), everywhere, &taken);
+      mb = xmc_sb_take(cls, __popc(want), everywhere, published, &taken);
       if (mb && whole) xmc_sb_mark_live(mb, taken);
     }
     mb = (xmc_mb *)xmc_warp_broadcast(group, (char *)mb, leader);
