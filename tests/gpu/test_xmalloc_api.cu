@@ -1,7 +1,8 @@
 // tests/gpu/test_xmalloc_api.cu: XMalloc's API, one behaviour per test: the
 // host calls' error codes, xmcFree(NULL), calloc, realloc, aligned alloc,
 // large blocks, xmcGrow, statistics and their peak, compartments' whole usable
-// size, Superblocks kept beyond the buffers, double free, several devices.
+// size, Superblocks kept beyond the buffers, double free, a chunk parked in
+// another exchange slot taken before the FIFO's, several devices.
 #include "gpu_test.cuh"
 
 namespace {
@@ -140,6 +141,40 @@ TEST_F(XmcApi, LargeBlockUpToMostOfTheHeap) {
   LAUNCH_OK(k_malloc_one<<<1, 1>>>(second.ptr, (size_t)15 << 20));
   EXPECT_NE(nullptr, second.host()[0]) << "freeing merges the heap back";
   LAUNCH_OK(k_free_each<<<1, 1>>>(second.ptr));
+}
+
+// Warp 0 of a block takes two chunks of 32 16-byte compartments and frees
+// them: the first is parked in its exchange slot, the second displaces it
+// into the FIFO. Warp 8 then asks for the same, on the same buffer (warps
+// 0 and 8 of block 0) but another slot: it takes the chunk parked in warp
+// 0's slot before the one in the FIFO.
+__global__ void k_parked_before_queued(void **got) {
+  const unsigned warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  if (warp == 0) {
+    void *a = xmcMalloc(16), *b = xmcMalloc(16);
+    got[lane] = a;
+    got[32 + lane] = b;
+    xmcFree(a);
+    __syncwarp();
+    xmcFree(b);
+  }
+  __syncthreads();
+  if (warp == 8) {
+    void *c = xmcMalloc(16);
+    got[64 + lane] = c;
+    xmcFree(c);
+  }
+}
+
+TEST_F(XmcApi, ChunkParkedInAnotherSlotBeforeTheFifo) {
+  init(16 << 20);
+  DeviceArray<void *> got(96);
+  LAUNCH_OK(k_parked_before_queued<<<1, 1024>>>(got.ptr));
+  const std::vector<void *> p = got.host();
+  ASSERT_NE(nullptr, p[0]);
+  ASSERT_NE(nullptr, p[32]);
+  ASSERT_NE(p[0], p[32]) << "two chunks";
+  EXPECT_EQ(p[32], p[64]) << "warp 8 got the chunk parked in warp 0's slot";
 }
 
 TEST_F(XmcApi, GrowServesWhatDidNotFit) {
