@@ -89,9 +89,9 @@ __device__ __forceinline__ uint32_t xmc_fifo_dequeue(xmc_fifo *f) {
   return xmc_fifo_dequeue_warp(f, 1u << xmc_lane_id());
 }
 
-// A hint, without ordering: false when the FIFO looked empty. Read ahead of
-// the operations before a dequeue, so that an empty FIFO costs no round trip
-// of its own; a stale answer only sends the caller to its next source.
+// A FIFO's head and tail, read without ordering: a hint. Read ahead of the
+// operations before a dequeue, so that an empty FIFO costs no round trip of
+// its own; a stale answer only sends the caller to its next source.
 struct xmc_fifo_glance {
   uint32_t head, tail;
   __device__ bool maybe_nonempty() const { return (int32_t)(tail - head) > 0; }
