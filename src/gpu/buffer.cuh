@@ -36,14 +36,14 @@ __device__ __forceinline__ xmc_atomic32 xmc_hot_slot(unsigned index, unsigned pi
 // hint, without ordering). The row is one sector: one round trip.
 __device__ __forceinline__ uint32_t xmc_hot_occupied(unsigned index) {
   const uint32_t *row = xmc_c_heap.hot + index * xmc_hot_slots;
-  uint32_t v[8];
+  uint32_t v[xmc_hot_slots];
   asm volatile("ld.relaxed.gpu.global.v4.u32 {%0,%1,%2,%3}, [%4];"
                : "=r"(v[0]), "=r"(v[1]), "=r"(v[2]), "=r"(v[3]) : "l"(__cvta_generic_to_global(row)) : "memory");
   asm volatile("ld.relaxed.gpu.global.v4.u32 {%0,%1,%2,%3}, [%4];"
                : "=r"(v[4]), "=r"(v[5]), "=r"(v[6]), "=r"(v[7]) : "l"(__cvta_generic_to_global(row + 4)) : "memory");
   uint32_t bits = 0;
 #pragma unroll
-  for (unsigned k = 0; k < 8; ++k) bits |= (uint32_t)(v[k] != xmc_nil) << k;
+  for (unsigned k = 0; k < xmc_hot_slots; ++k) bits |= (uint32_t)(v[k] != xmc_nil) << k;
   return bits;
 }
 
@@ -52,7 +52,7 @@ __device__ __forceinline__ uint32_t xmc_hot_occupied(unsigned index) {
 // still there.
 __device__ __forceinline__ char *xmc_hot_take_seen(unsigned index, uint32_t occupied, unsigned rank, unsigned from) {
   if (rank >= (unsigned)__popc(occupied)) return nullptr;
-  const uint32_t rotated = ((occupied | occupied << xmc_hot_slots) >> from) & 0xffu;
+  const uint32_t rotated = ((occupied | occupied << xmc_hot_slots) >> from) & ((1u << xmc_hot_slots) - 1);
   const unsigned pick = (xmc_nth_set_bit(rotated, rank) + from) % xmc_hot_slots;
   const uint32_t ref = xmc_hot_slot(index, pick).exchange(xmc_nil, cuda::memory_order_acquire);
   return ref != xmc_nil ? xmc_deref(ref) : nullptr;
@@ -208,12 +208,13 @@ __device__ inline char *xmc_buffer_get_warp(unsigned group, int cls, bool whole)
     const unsigned index = xmc_buffer_index(cls, salt);
     xmc_fifo *fifo = &h.buffers[index];
     const xmc_fifo_glance glance = xmc_fifo_glance_at(fifo);  // overlaps the exchange
-    // A shared chunk's request on a buffer whose FIFO was never used (on a
-    // fresh heap, every one) goes straight to the cursor: the look at the
-    // published Superblocks costs a round trip and finds nothing there. What
-    // is published is found by requests for whole blocks, by any request
-    // once the FIFO was used, and by all when the heap looks exhausted.
-    published = whole || !glance.never_used();
+    // A buffer whose FIFO was never used (on a fresh heap, every one): no
+    // slot has overflowed yet and nothing is published, so a shared chunk's
+    // request skips both looks below, each a round trip for nothing. What is
+    // published is found by requests for whole blocks, by any request once
+    // the FIFO was used, and by all when the heap looks exhausted.
+    const bool fresh = glance.never_used();
+    published = whole || !fresh;
     const unsigned pick = xmc_hot_pick(salt + (rank << h.buffers_per_sm_log2));
     if (rank < xmc_hot_slots) {
       // Acquire only: taking a chunk publishes nothing.
@@ -222,10 +223,8 @@ __device__ inline char *xmc_buffer_get_warp(unsigned group, int cls, bool whole)
     }
     unsigned want = xmc_warp_ballot(group, !chunk);
     // A chunk to be shared by compartments: one parked in another slot of
-    // the buffer, before the FIFO and the Superblocks. Not while the FIFO was
-    // never used: no slot has overflowed yet, and on a fresh heap (every
-    // request a miss) the look would cost a round trip for nothing.
-    if (want && !chunk && !whole && !glance.never_used())
+    // the buffer, before the FIFO and the Superblocks.
+    if (want && !chunk && !whole && !fresh)
       chunk = xmc_hot_take_seen(index, xmc_hot_occupied(index), xmc_warp_rank(want), pick);
     want = xmc_warp_ballot(group, !chunk);
     // The leader's hint for all: every lane of `want` must join the dequeue.
