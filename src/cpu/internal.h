@@ -25,6 +25,7 @@ typedef struct mm_options_s {
   bool purge;            /* MANYMALLOC_PURGE: give unused memory back to the OS (madvise) */
   bool shrink;           /* MANYMALLOC_SHRINK: also from inside pages, to match growth near the peak (shrink.c) */
   size_t shrink_threads; /* MANYMALLOC_SHRINK_THREADS: ... while at most this many threads have heaps */
+  size_t shrink_rate;    /* MANYMALLOC_SHRINK_RATE: ... at most this many MiB a second per heap (0: no limit) */
   size_t purge_delay;    /* MANYMALLOC_PURGE_DELAY: ms an emptied segment stays as it is before that */
   size_t segment_cache;  /* MANYMALLOC_SEGMENT_CACHE: empty segments kept mapped */
   size_t orphan_cache;   /* capacity of the orphaned-heap queue */

@@ -12,6 +12,7 @@ mm_options_t mm_options = {
   .purge = true,
   .shrink = true,
   .shrink_threads = 2,
+  .shrink_rate = 64,
   .purge_delay = 10,
   .segment_cache = 8,
   .orphan_cache = 1024,
@@ -39,6 +40,7 @@ void mm_options_init(void) {
   mm_options.purge = mm_option_flag("MANYMALLOC_PURGE", mm_options.purge);
   mm_options.shrink = mm_options.purge && mm_option_flag("MANYMALLOC_SHRINK", mm_options.shrink);
   mm_options.shrink_threads = mm_option_number("MANYMALLOC_SHRINK_THREADS", mm_options.shrink_threads, SIZE_MAX);
+  mm_options.shrink_rate = mm_option_number("MANYMALLOC_SHRINK_RATE", mm_options.shrink_rate, SIZE_MAX / 256);
   mm_options.purge_delay = mm_option_number("MANYMALLOC_PURGE_DELAY", mm_options.purge_delay, 3600 * 1000);
   mm_options.segment_cache = mm_option_number("MANYMALLOC_SEGMENT_CACHE", mm_options.segment_cache, 1024);
 }

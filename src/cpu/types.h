@@ -211,6 +211,8 @@ struct mm_heap_s {
   uint32_t give_backs;                         /* calls of mm_heap_give_back_growth so far */
   uint32_t high_rose_at;                       /* give_backs when in_use_high last rose */
   uint32_t shrink_class;                       /* where the next shrink of pages starts (shrink.c) */
+  intptr_t shrink_budget;                      /* 4 KiB units pages may still give back now (shrink.c) */
+  uint64_t shrink_budget_at;                   /* ms: when the budget last grew; 0: never */
   mm_segment_t *retired;                       /* segments that emptied, newest first, not purged yet (segment.c) */
   uint32_t retired_count;
   uint64_t purge_due;                          /* ms: when some retired memory is next due to go back; 0: none */
