@@ -283,8 +283,9 @@ static size_t mm_heap_in_use(const mm_heap_t *heap) {
  * rose within the last MM_RISING_CALLS calls; with MANYMALLOC_SHRINK, the
  * default) it also gives back as many as it faulted in again, and where
  * the spans fall short, the resident memory of free page slots
- * (mm_segment_purge_free_slots) and the OS pages of free blocks inside
- * pages (mm_heap_shrink_pages).  Called where no page or span is in hand.
+ * (mm_segment_purge_free_slots, after the spare pages went back to their
+ * segments) and the OS pages of free blocks inside pages
+ * (mm_heap_shrink_pages).  Called where no page or span is in hand.
  * A heap that grows while holding free memory so stays near its live size,
  * as glibc's does by handing a free chunk to any size: the peak footprint
  * of cmake-configure.rep, whose sizes change as it runs, fell from 1.49x
@@ -317,6 +318,7 @@ void mm_heap_give_back_growth(mm_heap_t *heap) {
   heap->grown = 0;
   size_t given = mm_span_purge(heap, want);
   if (!at_peak) return;
+  mm_heap_release_spares(heap);
   if (given < want) given += mm_segment_purge_free_slots(heap, want - given);
   if (given < want) mm_heap_shrink_pages(heap, want - given);
 }

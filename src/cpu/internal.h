@@ -89,6 +89,7 @@ void mm_page_free_local_slow(mm_segment_t *seg, mm_page_t *page, mm_block_t *blo
 
 /* ---- shrink.c ---- */
 size_t mm_heap_shrink_pages(mm_heap_t *heap, size_t units);
+void mm_heap_release_spares(mm_heap_t *heap);
 bool mm_page_unshrink(mm_page_t *page);
 void mm_page_shrunk_reset(mm_page_t *page);
 
