@@ -5,7 +5,9 @@
 // is handed out twice.  Each case runs in a thread of its own, so that its
 // heap is fresh (or an adopted one that holds nothing live).  Pages shrink
 // only while few threads have heaps; CTest runs this program with
-// MANYMALLOC_SHRINK_THREADS=9, the threads of the stress case and main.
+// MANYMALLOC_SHRINK_THREADS=9, the threads of the stress case and main, and
+// with MANYMALLOC_SHRINK_RATE=0, so that what pages give back does not
+// depend on how fast the machine runs (test_shrink_rate.cc has the bound).
 #include <manymalloc/manymalloc.h>
 
 #include <gtest/gtest.h>
