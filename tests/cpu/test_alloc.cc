@@ -12,26 +12,12 @@
 #include <thread>
 #include <vector>
 
-#include "block_tag.h"
+#include "tagged_block.h"
 #include "test_sizes.h"
 
 using namespace mmtest;
 
 namespace {
-
-struct Block {
-  void *p;
-  size_t size;
-  uint64_t tag;
-};
-
-Block block_new(size_t size, uint64_t tag) {
-  Block b{mm_malloc(size), size, tag};
-  if (b.p != nullptr) tag_fill(b.p, b.size, b.tag);
-  return b;
-}
-
-bool block_intact(const Block &b) { return tag_check(b.p, b.size, b.tag); }
 
 // Every size up to 16 KiB, then the class edges beyond: a few blocks of each
 // at once, checked against each other, freed in an order that varies.

@@ -19,25 +19,11 @@
 #include <thread>
 #include <vector>
 
-#include "block_tag.h"
+#include "tagged_block.h"
 
 using namespace mmtest;
 
 namespace {
-
-struct Block {
-  void *p;
-  size_t size;
-  uint64_t tag;
-};
-
-Block block_new(size_t size, uint64_t tag) {
-  Block b{mm_malloc(size), size, tag};
-  if (b.p != nullptr) tag_fill(b.p, b.size, b.tag);
-  return b;
-}
-
-bool block_intact(const Block &b) { return tag_check(b.p, b.size, b.tag); }
 
 // Pages of the class of `size`-byte blocks over all heaps: the last column
 // of mm_stats_print's table.
