@@ -84,12 +84,12 @@ bool mm_page_extend(mm_page_t *page);
 bool mm_page_try_mark_full(mm_page_t *page);
 bool mm_page_try_clear_delayed(mm_page_t *page);
 void mm_page_retire(mm_page_t *page);
+void mm_heap_release_spares(mm_heap_t *heap);
 void mm_page_free_remote(mm_page_t *page, mm_block_t *block);
 void mm_page_free_local_slow(mm_segment_t *seg, mm_page_t *page, mm_block_t *block);
 
 /* ---- shrink.c ---- */
 size_t mm_heap_shrink_pages(mm_heap_t *heap, size_t units);
-void mm_heap_release_spares(mm_heap_t *heap);
 bool mm_page_unshrink(mm_page_t *page);
 void mm_page_shrunk_reset(mm_page_t *page);
 

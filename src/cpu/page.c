@@ -206,3 +206,16 @@ void mm_page_retire(mm_page_t *page) {
   mm_heap_queue_remove(heap, page);
   mm_segment_page_free(heap, page);
 }
+
+/* Gives the empty second page that a class of two pages keeps
+ * (mm_page_retire) back to its segment, in every class. */
+void mm_heap_release_spares(mm_heap_t *heap) {
+  for (unsigned c = 0; c <= MM_MEDIUM_CLASS_LAST; c++) {
+    mm_page_t *first = heap->queues[c].first;
+    if (first == NULL || first->next == NULL || first->next->next != NULL) continue;
+    mm_page_t *spare = first->used == 0 ? first : first->next->used == 0 ? first->next : NULL;
+    if (spare == NULL) continue;
+    mm_heap_queue_remove(heap, spare);
+    mm_segment_page_free(heap, spare);
+  }
+}

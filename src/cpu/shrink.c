@@ -271,19 +271,6 @@ size_t mm_heap_shrink_pages(mm_heap_t *heap, size_t units) {
   return given;
 }
 
-/* Gives the empty second page that a class of two pages keeps
- * (mm_page_retire) back to its segment, in every class. */
-void mm_heap_release_spares(mm_heap_t *heap) {
-  for (unsigned c = 0; c <= MM_MEDIUM_CLASS_LAST; c++) {
-    mm_page_t *first = heap->queues[c].first;
-    if (first == NULL || first->next == NULL || first->next->next != NULL) continue;
-    mm_page_t *spare = first->used == 0 ? first : first->next->used == 0 ? first->next : NULL;
-    if (spare == NULL) continue;
-    mm_heap_queue_remove(heap, spare);
-    mm_segment_page_free(heap, spare);
-  }
-}
-
 /* The page slot starts over (mm_page_init): nothing is held out. */
 void mm_page_shrunk_reset(mm_page_t *page) {
   memset(mm_page_shrunk_of(page), 0, sizeof(mm_page_shrunk_t));

@@ -44,14 +44,22 @@ long class_pages(size_t size) {
   return pages;
 }
 
+// Checks that each block kept its content, and frees it.
+void free_intact(const std::vector<Block> &blocks) {
+  for (const Block &b : blocks) {
+    EXPECT_TRUE(block_intact(b));
+    mm_free(b.p);
+  }
+}
+
 // In a thread of its own: four pages' worth of blocks of a class of 256
 // KiB pages (the thread may adopt the heap of one that exited, with pages
 // of the class, which then become the first of the four, and with empty
 // pages of larger classes, which lend it blocks: those are set aside),
-// then the blocks of the second page freed.  That page stays as the class's spare (page.c,
-// mm_page_retire).  Then `then(third_page)` runs, after which the class
-// should hold `left` pages of those four.  The blocks still live keep
-// their content.
+// then the blocks of the second page freed.  That page stays as the
+// class's spare (page.c, mm_page_retire).  Then `then(third_page)` runs,
+// after which the class should hold `left` pages of those four.  The
+// blocks still live keep their content.
 constexpr size_t kSpareSize = 5120;  // about 50 blocks a page
 void with_a_spare_page(const std::function<void(std::vector<Block> &)> &then, long left, const char *why) {
   std::thread([&] {
@@ -76,13 +84,8 @@ void with_a_spare_page(const std::function<void(std::vector<Block> &)> &then, lo
     EXPECT_EQ(class_pages(kSpareSize) - before, 4) << "the empty second page should stay as a spare";
     then(pages[order[2]]);
     EXPECT_EQ(class_pages(kSpareSize) - before, left) << why;
-    pages[0] = lent;
-    for (auto &[slot, blocks] : pages) {
-      for (const Block &b : blocks) {
-        EXPECT_TRUE(block_intact(b));
-        mm_free(b.p);
-      }
-    }
+    for (const auto &[slot, blocks] : pages) free_intact(blocks);
+    free_intact(lent);
   }).join();
 }
 
