@@ -79,6 +79,8 @@ def run_case(case, threads, alloc, rep, build, scale):
         return rec
     rec.update(ok=True, seconds=float(result["seconds"]), ops=int(result["ops"]),
                rss_kib=int(result["peak_rss_kib"]))
+    if "thread_cpu_max" in result:
+        rec.update(thread_cpu_min=float(result["thread_cpu_min"]), thread_cpu_max=float(result["thread_cpu_max"]))
     return rec
 
 

@@ -58,9 +58,14 @@ void bench_parse(int argc, char **argv, const char *about, bench_opt_t *opts, si
 /* The clock runs from the first worker leaving the start barrier to the last
  * worker returning, both read by the workers themselves: thread creation is
  * not measured, and neither is the main thread's wake-up after the barrier,
- * which on a loaded machine can come after the work is done. */
+ * which on a loaded machine can come after the work is done.
+ * Each worker also reads its own CPU time over the same span; the fastest
+ * and the slowest are reported, so that a run whose threads did the same
+ * work at different speeds (a core shared with other work) shows as such. */
 static pthread_barrier_t bench_start;
 static _Atomic uint64_t bench_first_start, bench_last_end;
+static _Atomic uint64_t bench_cpu_min, bench_cpu_max;
+static __thread uint64_t bench_cpu_at_start;
 
 uint64_t bench_now_ns(void) {
   struct timespec ts;
@@ -68,11 +73,25 @@ uint64_t bench_now_ns(void) {
   return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
+static uint64_t bench_thread_cpu_ns(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
 void bench_start_wait(void) {
   pthread_barrier_wait(&bench_start);
+  bench_cpu_at_start = bench_thread_cpu_ns();
   uint64_t now = bench_now_ns();
   uint64_t seen = atomic_load(&bench_first_start);
   while (now < seen && !atomic_compare_exchange_weak(&bench_first_start, &seen, now)) {}
+}
+
+static void bench_record_cpu(uint64_t cpu) {
+  uint64_t seen = atomic_load(&bench_cpu_min);
+  while (cpu < seen && !atomic_compare_exchange_weak(&bench_cpu_min, &seen, cpu)) {}
+  seen = atomic_load(&bench_cpu_max);
+  while (cpu > seen && !atomic_compare_exchange_weak(&bench_cpu_max, &seen, cpu)) {}
 }
 
 typedef struct bench_worker_s {
@@ -84,6 +103,7 @@ static void *bench_worker(void *arg) {
   bench_worker_t *w = arg;
   w->fn(w->arg);
   uint64_t now = bench_now_ns();
+  if (bench_cpu_at_start != 0) bench_record_cpu(bench_thread_cpu_ns() - bench_cpu_at_start);
   uint64_t seen = atomic_load(&bench_last_end);
   while (now > seen && !atomic_compare_exchange_weak(&bench_last_end, &seen, now)) {}
   return NULL;
@@ -95,6 +115,8 @@ double bench_run_threads(long n, void *(*fn)(void *), void *args, size_t arg_siz
   if (tids == NULL || workers == NULL) { perror("malloc"); exit(1); }
   atomic_store(&bench_first_start, UINT64_MAX);
   atomic_store(&bench_last_end, 0);
+  atomic_store(&bench_cpu_min, UINT64_MAX);
+  atomic_store(&bench_cpu_max, 0);
   pthread_barrier_init(&bench_start, NULL, (unsigned)n);
   for (long i = 0; i < n; i++) {
     workers[i] = (bench_worker_t){ fn, (char *)args + (size_t)i * arg_size };
@@ -141,6 +163,8 @@ static long bench_peak_rss_kib(void) {
 int bench_report(const char *name, long threads, long ops, double seconds, long errors) {
   printf("bench=%s threads=%ld ops=%ld seconds=%.6f peak_rss_kib=%ld", name, threads, ops, seconds,
          bench_peak_rss_kib());
+  if (atomic_load(&bench_cpu_max) > 0)
+    printf(" thread_cpu_min=%.6f thread_cpu_max=%.6f", atomic_load(&bench_cpu_min) * 1e-9, atomic_load(&bench_cpu_max) * 1e-9);
   if (bench_verbose) printf(" allocator=%s", bench_allocator_path());
   printf(" errors=%ld\n", errors);
   if (errors > 0) fprintf(stderr, "%s: %ld corrupted blocks\n", name, errors);

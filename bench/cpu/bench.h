@@ -72,7 +72,9 @@ uint64_t bench_now_ns(void);  /* CLOCK_MONOTONIC */
 
 /* Runs fn(arg_i) on `n` threads, arg_i = args + i * arg_size, and returns the
  * seconds from the first thread passing bench_start_wait() (which every fn
- * calls before its timed work) to the last fn returning. */
+ * calls before its timed work) to the last fn returning.  bench_report then
+ * also prints the least and the most CPU time one of them took over that
+ * span (thread_cpu_min=, thread_cpu_max=). */
 double bench_run_threads(long n, void *(*fn)(void *), void *args, size_t arg_size);
 void bench_start_wait(void);
 

@@ -35,7 +35,7 @@ def _machine_lines(repo, info, config, allocs):
     return lines + [""]
 
 
-def _case_lines(config, allocs, cases, med, figures, noise):
+def _case_lines(config, allocs, cases, med, figures, noise, runs):
     names, threads = [c.name for c in cases], config["threads"]
     lines = ["## Workloads", "", f"Sizes of a full run; this one scaled the work by {config['scale']}.", ""]
     lines += [f"- `{c.name}` (`build/{c.program}`): {c.about}" for c in cases]
@@ -47,6 +47,15 @@ def _case_lines(config, allocs, cases, med, figures, noise):
               "",
               summary.render_md(*summary.time_rows(med, names, threads, allocs)), "",
               f"![time vs threads]({figures['time']})", "", f"![speedup over glibc]({figures['speedup']})", ""]
+    spread_head, spread_rows = summary.thread_cpu_rows(runs, names, threads, allocs)
+    if spread_rows:
+        lines += ["## Thread speed", "",
+                  "The slowest thread's CPU time over the fastest thread's, over the timed region (median over "
+                  "the repetitions). The threads of w1-w3, churn and scratch do the same work, so above 1 they "
+                  "ran at different speeds: where every allocator shows it, the cores did (other work on the "
+                  "machine), and the time of the case, set by its slowest thread, is noisier than its median "
+                  "suggests. prodcons's producers and consumers do different work.", "",
+                  summary.render_md(spread_head, spread_rows), ""]
     lines += ["## Peak RSS", "",
               "Median peak resident set of the benchmark process (VmHWM, which the program reads at exit; "
               "the kernel's `ru_maxrss` from `wait4` is in results.json too, but includes the harness's own "
@@ -81,7 +90,7 @@ def write(path, repo, info, config, allocs, cases, runs, trace_results, figures)
     lines += [f"- {h}" for h in summary.headlines(med, [c.name for c in cases], config["threads"], allocs, trace_results)]
     lines.append("")
     if cases:
-        lines += _case_lines(config, allocs, cases, med, figures, summary.spread(runs))
+        lines += _case_lines(config, allocs, cases, med, figures, summary.spread(runs), runs)
     if trace_results:
         lines += _trace_lines(allocs, trace_results, figures)
     with open(path, "w") as f:

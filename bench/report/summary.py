@@ -88,6 +88,24 @@ def time_rows(med, cases, threads, allocs):
     return head, rows
 
 
+def thread_cpu_rows(runs, cases, threads, allocs):
+    """Header and rows: per case and thread count above one, the median over
+    the repetitions of the slowest thread's CPU time over the fastest's, for
+    the programs that report both (thread_cpu_min/max)."""
+    groups = defaultdict(list)
+    for r in runs:
+        if r["ok"] and r.get("thread_cpu_min"):
+            groups[(r["case"], r["threads"], r["allocator"])].append(r["thread_cpu_max"] / r["thread_cpu_min"])
+    head = ["case", "threads"] + [a.name for a in allocs]
+    rows = []
+    for c in cases:
+        for t in threads:
+            cells = [groups.get((c, t, a.name)) for a in allocs]
+            if t > 1 and any(cells):
+                rows.append([c, str(t)] + [f"{statistics.median(v):.2f}" if v else "-" for v in cells])
+    return head, rows
+
+
 def rss_rows(med, cases, threads, allocs):
     head = ["case", "threads"] + [f"{a.name} MiB" for a in allocs]
     rows = []
