@@ -20,6 +20,7 @@ static void *mm_malloc_inner_aligned(size_t size, size_t alignment) {
   if (p != block) {
     mm_segment_t *seg = mm_segment_of(block);
     mm_segment_page_of(seg, block)->has_aligned = 1; /* the owner's page: only it writes */
+    mm_segment_remote_of(seg, block)->has_aligned = 1; /* seen by a remote free of p, which comes after */
     if (mm_unlikely(mm_options.checked)) mm_checked_on_aligned(seg, block, p);
   }
   return p;

@@ -14,9 +14,9 @@ static void mm_free_count_remote(mm_heap_t *heap, unsigned size_class) {
   else mm_stats_orphan_free(size_class);
 }
 
-static void mm_free_remote(mm_heap_t *heap, mm_page_t *page, mm_block_t *block) {
-  unsigned size_class = page->size_class; /* the page may be gone after the push */
-  mm_page_free_remote(page, block);
+static void mm_free_remote(mm_heap_t *heap, mm_segment_t *seg, mm_page_remote_t *remote, mm_block_t *block) {
+  unsigned size_class = remote->size_class; /* the page may be gone after the push */
+  mm_page_free_remote(seg, remote, block);
   mm_free_count_remote(heap, size_class);
 }
 
@@ -40,12 +40,17 @@ void mm_free_generic(mm_segment_t *seg, mm_page_t *page, void *p) {
     mm_free_span(heap, seg, p);
     return;
   }
-  if (page->has_aligned) p = mm_page_block_of(page, p);
   if (seg->heap == heap) {
+    if (page->has_aligned) p = mm_page_block_of(page, p);
     mm_page_free_local_slow(seg, page, (mm_block_t *)p);
-  } else {
-    mm_free_remote(heap, page, (mm_block_t *)p);
+    return;
   }
+  /* another thread's block: its page's remote side only, but for an inner
+     aligned address, whose block needs the page's start and stride (set
+     before any block went out) */
+  mm_page_remote_t *remote = mm_segment_remote_of(seg, p);
+  if (remote->has_aligned) p = mm_page_block_of(page, p);
+  mm_free_remote(heap, seg, remote, (mm_block_t *)p);
 }
 
 MM_EXPORT void mm_free(void *p) {

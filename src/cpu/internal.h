@@ -85,7 +85,7 @@ bool mm_page_try_mark_full(mm_page_t *page);
 bool mm_page_try_clear_delayed(mm_page_t *page);
 void mm_page_retire(mm_page_t *page);
 void mm_heap_release_spares(mm_heap_t *heap);
-void mm_page_free_remote(mm_page_t *page, mm_block_t *block);
+void mm_page_free_remote(mm_segment_t *seg, mm_page_remote_t *remote, mm_block_t *block);
 void mm_page_free_local_slow(mm_segment_t *seg, mm_page_t *page, mm_block_t *block);
 
 /* ---- shrink.c ---- */
@@ -164,6 +164,14 @@ static inline mm_segment_t *mm_segment_of(const void *p) {
 static inline mm_page_t *mm_segment_page_of(mm_segment_t *seg, const void *p) {
   return &seg->pages[((uintptr_t)p - (uintptr_t)seg) >> seg->page_shift];
 }
+
+/* The remote side of the page that holds p, found without reading the
+ * page's descriptor (the owner's line). */
+static inline mm_page_remote_t *mm_segment_remote_of(mm_segment_t *seg, const void *p) {
+  return &seg->remote[((uintptr_t)p - (uintptr_t)seg) >> seg->page_shift];
+}
+
+
 
 /* Distance between the blocks of a class.  malloc and free work on a block's
  * first cache line, and a line's L1 set is fixed by address bits 6-11, so

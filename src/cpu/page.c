@@ -5,6 +5,10 @@
  * takes the owner's frees, and the atomic `xthread_free` takes other
  * threads' frees.  Only the owner touches `free`, so the fast paths need no
  * atomic instruction; the owner merges `xthread_free` here, on its slow path.
+ * `xthread_free` lies on a line of its own (mm_page_remote_t), with copies
+ * of what a remote free reads, so that other threads' frees never touch
+ * the owner's descriptor: with both on one line, each remote free took that
+ * line from the owner's cache and the owner's next malloc missed on it.
  * The owner's frees go straight back on `free` (LIFO), so the next malloc of
  * the class gets the block just freed, still in cache: against a separate
  * local_free list this cut W2's cycles by 14% and churn's by 9%.
@@ -26,7 +30,10 @@ void mm_page_init(mm_page_t *page, mm_segment_t *seg, unsigned size_class) {
   page->used_counted = 0;
   page->flags = 0;
   page->free = NULL;
-  mm_atomic_store_relaxed(&page->xthread_free, 0);
+  mm_page_remote_t *remote = page->remote = &seg->remote[page->index];
+  mm_atomic_store_relaxed(&remote->xthread_free, 0);
+  remote->size_class = (uint8_t)size_class;
+  remote->has_aligned = 0;
   page->next = page->prev = NULL;
   mm_page_shrunk_reset(page);
 }
@@ -124,9 +131,10 @@ bool mm_page_extend(mm_page_t *page) {
  * written by other cores, and walking them cost a serial cache miss per
  * block (15% of xmalloc's time at 2 threads). */
 void mm_page_collect(mm_page_t *page) {
-  uintptr_t x = mm_atomic_load_relaxed(&page->xthread_free);
+  uintptr_t *xthread_free = &page->remote->xthread_free;
+  uintptr_t x = mm_atomic_load_relaxed(xthread_free);
   if (mm_xthread_list(x) == NULL) return;
-  while (!mm_atomic_cas(&page->xthread_free, &x, x & MM_DELAYED_MASK)) {}
+  while (!mm_atomic_cas(xthread_free, &x, x & MM_DELAYED_MASK)) {}
   mm_block_t *head = mm_xthread_list(x), *tail = head;
   if (page->free != NULL) {
     while (tail->next != NULL) tail = tail->next;
@@ -142,25 +150,28 @@ void mm_page_collect(mm_page_t *page) {
  * remote free slipped in since the last collect (the page is not full). */
 bool mm_page_try_mark_full(mm_page_t *page) {
   uintptr_t expected = MM_DELAYED_NONE;
-  return mm_atomic_cas(&page->xthread_free, &expected, MM_DELAYED_NOTIFY);
+  return mm_atomic_cas(&page->remote->xthread_free, &expected, MM_DELAYED_NOTIFY);
 }
 
 /* Disarms the notification so the page may leave heap->full; fails while
  * a remote thread is still notifying (it would re-arm a stale state). */
 bool mm_page_try_clear_delayed(mm_page_t *page) {
-  uintptr_t x = mm_atomic_load_relaxed(&page->xthread_free);
+  uintptr_t *xthread_free = &page->remote->xthread_free;
+  uintptr_t x = mm_atomic_load_relaxed(xthread_free);
   for (;;) {
     if (mm_xthread_tag(x) == MM_DELAYED_BUSY) return false;
     if (mm_xthread_tag(x) == MM_DELAYED_NONE) return true;
-    if (mm_atomic_cas(&page->xthread_free, &x, x & ~MM_DELAYED_MASK)) return true;
+    if (mm_atomic_cas(xthread_free, &x, x & ~MM_DELAYED_MASK)) return true;
   }
 }
 
-/* A free by a thread that does not own the page.  The block stays counted
- * in page->used until the owner collects it, so the page cannot be retired
- * while this runs; with MM_DELAYED_BUSY set it cannot even be collected. */
-void mm_page_free_remote(mm_page_t *page, mm_block_t *block) {
-  uintptr_t x = mm_atomic_load_relaxed(&page->xthread_free), desired;
+/* A free by a thread that does not own the block's page (whose remote side
+ * is `remote`).  The block stays counted in page->used until the owner
+ * collects it, so the page cannot be retired while this runs; with
+ * MM_DELAYED_BUSY set it cannot even be collected. */
+void mm_page_free_remote(mm_segment_t *seg, mm_page_remote_t *remote, mm_block_t *block) {
+  uintptr_t *xthread_free = &remote->xthread_free;
+  uintptr_t x = mm_atomic_load_relaxed(xthread_free), desired;
   bool notify;
   do {
     notify = mm_xthread_tag(x) == MM_DELAYED_NOTIFY;
@@ -170,13 +181,13 @@ void mm_page_free_remote(mm_page_t *page, mm_block_t *block) {
       block->next = mm_xthread_list(x);
       desired = (x & ~MM_XTHREAD_LIST_MASK) + MM_XTHREAD_COUNT_ONE + (uintptr_t)block;
     }
-  } while (!mm_atomic_cas(&page->xthread_free, &x, desired));
+  } while (!mm_atomic_cas(xthread_free, &x, desired));
   if (!notify) return;
 
-  mm_heap_delayed_push(mm_segment_of(page->start)->heap, block);
+  mm_heap_delayed_push(seg->heap, block);
 
-  x = mm_atomic_load_relaxed(&page->xthread_free);
-  while (!mm_atomic_cas(&page->xthread_free, &x, x & ~MM_DELAYED_MASK)) {}
+  x = mm_atomic_load_relaxed(xthread_free);
+  while (!mm_atomic_cas(xthread_free, &x, x & ~MM_DELAYED_MASK)) {}
 }
 
 /* An owner's free into a page parked in heap->full: the page has room again. */

@@ -66,7 +66,7 @@ struct mm_block_s {
   mm_block_t *next;
 };
 
-/* page->xthread_free packs three things in one word, changed by one CAS:
+/* xthread_free (mm_page_remote_t) packs three things in one word, changed by one CAS:
  * the list of blocks freed by other threads, their number in the bits from
  * MM_XTHREAD_COUNT_SHIFT up (addresses of segments stay below 2^48), and
  * the state below in the two low bits (blocks are 16-aligned).  The state
@@ -82,7 +82,20 @@ typedef enum mm_delayed_e {
 #define MM_XTHREAD_COUNT_ONE   ((uintptr_t)1 << MM_XTHREAD_COUNT_SHIFT)
 #define MM_XTHREAD_LIST_MASK   ((MM_XTHREAD_COUNT_ONE - 1) & ~MM_DELAYED_MASK)
 
-/* A page: blocks of one size class carved from part of a segment. */
+/* What a thread that does not own a page touches of it: the list of its
+ * remote frees and copies of the two fields that a remote free reads, on a
+ * line of their own in the segment header.  The owner writes its page
+ * descriptor at every malloc and free; a remote free that read or wrote
+ * that line would take it out of the owner's cache every time. */
+typedef struct __attribute__((aligned(64))) mm_page_remote_s {
+  uintptr_t xthread_free; /* atomic: count << 48 | blocks freed by other threads | mm_delayed_t tag */
+  uint8_t size_class;     /* the page's, set with it (mm_page_init) */
+  uint8_t has_aligned;    /* the page's, set before the first inner aligned address is handed out */
+} mm_page_remote_t;
+
+/* A page: blocks of one size class carved from part of a segment.  Only
+ * its owner reads or writes the descriptor; what other threads need of the
+ * page is in its mm_page_remote_t. */
 struct mm_page_s {
   mm_block_t *free;       /* blocks ready for malloc and freed by the owner (owner only, LIFO) */
   uint16_t used;          /* blocks handed out and not yet seen freed by the owner (<= reserved) */
@@ -96,7 +109,7 @@ struct mm_page_s {
     };
     uint32_t flags;        /* any: free takes the slow path */
   };
-  uintptr_t xthread_free; /* atomic: count << 48 | blocks freed by other threads | mm_delayed_t tag */
+  mm_page_remote_t *remote; /* the page's remote side, in its segment's header */
   uint32_t block_size;    /* bytes per block (0: slot is not in use) */
   uint32_t stride;        /* distance between blocks: block_size, padded from MM_COLOR_MIN */
   uint8_t *start;         /* first block */
@@ -106,6 +119,7 @@ struct mm_page_s {
   mm_page_t *next;        /* neighbours in the heap queue the page sits in */
   mm_page_t *prev;
 };
+
 
 /* The OS pages a live page gave back while its blocks there were free
  * (shrink.c).  The blocks that start in such an OS page are free and on no
@@ -171,6 +185,7 @@ struct mm_segment_s {
   mm_page_t pages[MM_MAX_PAGES]; /* large blocks: only pages[0] exists, never written */
   mm_slot_memory_t slot_memory[MM_MAX_PAGES]; /* (page.c) */
   mm_page_shrunk_t page_shrunk[MM_MAX_PAGES]; /* what each live page gave back (shrink.c) */
+  mm_page_remote_t remote[MM_MAX_PAGES]; /* what other threads touch of each page (page.c) */
   uint64_t purge_at;      /* retired, or a heap's empty span segment: when (ms, mm_os_clock_ms)
                              its memory may go back to the OS if still unused (segment.c) */
 };
