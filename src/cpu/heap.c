@@ -355,7 +355,7 @@ void mm_heap_delayed_drain(mm_heap_t *heap) {
     if (seg->kind == MM_SEGMENT_SPAN) {
       heap->stats.blocks[mm_span_block_class(seg, block)]++; /* already counted by its remote freer */
       mm_span_free(heap, seg, block);
-    } else if (mm_xthread_tag(mm_atomic_load_acquire(&mm_segment_remote_of(seg, block)->xthread_free)) == MM_DELAYED_BUSY) {
+    } else if (mm_xthread_tag(mm_atomic_load_acquire(&page->remote->xthread_free)) == MM_DELAYED_BUSY) {
       mm_heap_delayed_push(heap, block); /* its notifier still holds the page: next drain */
     } else {
       page->used_counted--; /* its remote freer took it out of the statistics */

@@ -171,8 +171,6 @@ static inline mm_page_remote_t *mm_segment_remote_of(mm_segment_t *seg, const vo
   return &seg->remote[((uintptr_t)p - (uintptr_t)seg) >> seg->page_shift];
 }
 
-
-
 /* Distance between the blocks of a class.  malloc and free work on a block's
  * first cache line, and a line's L1 set is fixed by address bits 6-11, so
  * blocks of a size that is a multiple of 1-4 KiB put all their heads on a

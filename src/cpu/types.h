@@ -93,9 +93,10 @@ typedef struct __attribute__((aligned(64))) mm_page_remote_s {
   uint8_t has_aligned;    /* the page's, set before the first inner aligned address is handed out */
 } mm_page_remote_t;
 
-/* A page: blocks of one size class carved from part of a segment.  Only
- * its owner reads or writes the descriptor; what other threads need of the
- * page is in its mm_page_remote_t. */
+/* A page: blocks of one size class carved from part of a segment.  Its
+ * owner reads and writes the descriptor; other threads find what they need
+ * in the page's mm_page_remote_t, and read the descriptor only for the
+ * block of an inner aligned address (start, stride). */
 struct mm_page_s {
   mm_block_t *free;       /* blocks ready for malloc and freed by the owner (owner only, LIFO) */
   uint16_t used;          /* blocks handed out and not yet seen freed by the owner (<= reserved) */
