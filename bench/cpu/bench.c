@@ -73,6 +73,16 @@ uint64_t bench_now_ns(void) {
   return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
+static void bench_lower_to(_Atomic uint64_t *v, uint64_t x) {
+  uint64_t seen = atomic_load(v);
+  while (x < seen && !atomic_compare_exchange_weak(v, &seen, x)) {}
+}
+
+static void bench_raise_to(_Atomic uint64_t *v, uint64_t x) {
+  uint64_t seen = atomic_load(v);
+  while (x > seen && !atomic_compare_exchange_weak(v, &seen, x)) {}
+}
+
 static uint64_t bench_thread_cpu_ns(void) {
   struct timespec ts;
   clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
@@ -82,16 +92,7 @@ static uint64_t bench_thread_cpu_ns(void) {
 void bench_start_wait(void) {
   pthread_barrier_wait(&bench_start);
   bench_cpu_at_start = bench_thread_cpu_ns();
-  uint64_t now = bench_now_ns();
-  uint64_t seen = atomic_load(&bench_first_start);
-  while (now < seen && !atomic_compare_exchange_weak(&bench_first_start, &seen, now)) {}
-}
-
-static void bench_record_cpu(uint64_t cpu) {
-  uint64_t seen = atomic_load(&bench_cpu_min);
-  while (cpu < seen && !atomic_compare_exchange_weak(&bench_cpu_min, &seen, cpu)) {}
-  seen = atomic_load(&bench_cpu_max);
-  while (cpu > seen && !atomic_compare_exchange_weak(&bench_cpu_max, &seen, cpu)) {}
+  bench_lower_to(&bench_first_start, bench_now_ns());
 }
 
 typedef struct bench_worker_s {
@@ -102,10 +103,12 @@ typedef struct bench_worker_s {
 static void *bench_worker(void *arg) {
   bench_worker_t *w = arg;
   w->fn(w->arg);
-  uint64_t now = bench_now_ns();
-  if (bench_cpu_at_start != 0) bench_record_cpu(bench_thread_cpu_ns() - bench_cpu_at_start);
-  uint64_t seen = atomic_load(&bench_last_end);
-  while (now > seen && !atomic_compare_exchange_weak(&bench_last_end, &seen, now)) {}
+  bench_raise_to(&bench_last_end, bench_now_ns());
+  if (bench_cpu_at_start != 0) {
+    uint64_t cpu = bench_thread_cpu_ns() - bench_cpu_at_start;
+    bench_lower_to(&bench_cpu_min, cpu);
+    bench_raise_to(&bench_cpu_max, cpu);
+  }
   return NULL;
 }
 
