@@ -30,7 +30,7 @@ void mm_page_init(mm_page_t *page, mm_segment_t *seg, unsigned size_class) {
   page->used_counted = 0;
   page->flags = 0;
   page->free = NULL;
-  mm_page_remote_t *remote = page->remote = &seg->remote[page->index];
+  mm_page_remote_t *remote = page->remote;
   mm_atomic_store_relaxed(&remote->xthread_free, 0);
   remote->size_class = (uint8_t)size_class;
   remote->has_aligned = 0;

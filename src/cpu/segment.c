@@ -90,6 +90,7 @@ static void mm_segment_setup(mm_segment_t *seg, mm_heap_t *heap, unsigned kind, 
   seg->pages[0].in_spans = kind == MM_SEGMENT_SPAN;
   for (uint32_t i = 0; i < seg->page_count; i++) {
     seg->pages[i].index = (uint8_t)i;
+    seg->pages[i].remote = &seg->remote[i];
     if (((uintptr_t)(i + 1) << shift) > MM_SEGMENT_HEADER_SIZE) seg->free_pages |= (uint64_t)1 << i;
   }
 }

@@ -110,7 +110,7 @@ struct mm_page_s {
     };
     uint32_t flags;        /* any: free takes the slow path */
   };
-  mm_page_remote_t *remote; /* the page's remote side, in its segment's header */
+  mm_page_remote_t *remote; /* the slot's remote side, in its segment's header (set with `index`) */
   uint32_t block_size;    /* bytes per block (0: slot is not in use) */
   uint32_t stride;        /* distance between blocks: block_size, padded from MM_COLOR_MIN */
   uint8_t *start;         /* first block */
