@@ -40,7 +40,7 @@ void mm_options_init(void) {
   mm_options.purge = mm_option_flag("MANYMALLOC_PURGE", mm_options.purge);
   mm_options.shrink = mm_options.purge && mm_option_flag("MANYMALLOC_SHRINK", mm_options.shrink);
   mm_options.shrink_threads = mm_option_number("MANYMALLOC_SHRINK_THREADS", mm_options.shrink_threads, SIZE_MAX);
-  mm_options.shrink_rate = mm_option_number("MANYMALLOC_SHRINK_RATE", mm_options.shrink_rate, SIZE_MAX / 256);
+  mm_options.shrink_rate = mm_option_number("MANYMALLOC_SHRINK_RATE", mm_options.shrink_rate, SIZE_MAX / 256 / 1000);
   mm_options.purge_delay = mm_option_number("MANYMALLOC_PURGE_DELAY", mm_options.purge_delay, 3600 * 1000);
   mm_options.segment_cache = mm_option_number("MANYMALLOC_SEGMENT_CACHE", mm_options.segment_cache, 1024);
 }

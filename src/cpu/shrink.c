@@ -233,11 +233,14 @@ static void mm_shrink_rank(mm_page_t **best, size_t *best_free, size_t *count, m
 }
 
 /* Units the heap's pages may give back now: the budget, grown by the
- * rate since it last grew (MANYMALLOC_SHRINK_RATE=0: any number). */
+ * rate since it last grew (MANYMALLOC_SHRINK_RATE=0: any number).  A
+ * second refills the burst at any rate of 1 MiB/s or more, so the time
+ * counts up to a second, and the product cannot overflow (options.c). */
 static size_t mm_heap_shrink_budget(mm_heap_t *heap, size_t units) {
   if (mm_options.shrink_rate == 0) return units;
-  uint64_t now = mm_os_clock_ms();
-  uint64_t grown = (now - heap->shrink_budget_at) * mm_options.shrink_rate * (1024 * 1024 / MM_OS_PAGE_SIZE) / 1000;
+  uint64_t now = mm_os_clock_ms(), elapsed = now - heap->shrink_budget_at;
+  if (elapsed > 1000) elapsed = 1000;
+  uint64_t grown = elapsed * mm_options.shrink_rate * (1024 * 1024 / MM_OS_PAGE_SIZE) / 1000;
   intptr_t budget = heap->shrink_budget_at == 0 || grown >= MM_SHRINK_BURST ? MM_SHRINK_BURST : heap->shrink_budget + (intptr_t)grown;
   heap->shrink_budget = budget > MM_SHRINK_BURST ? MM_SHRINK_BURST : budget;
   heap->shrink_budget_at = now;
