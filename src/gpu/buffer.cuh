@@ -28,14 +28,17 @@ __device__ __forceinline__ unsigned xmc_hot_pick(unsigned salt) {
   return (((salt >> xmc_c_heap.buffers_per_sm_log2) * 0x9E3779B1u) >> 16) % xmc_hot_slots;
 }
 
+// The exchange slots in front of buffer `index`.
+__device__ __forceinline__ uint32_t *xmc_hot_slots_of(unsigned index) { return xmc_c_heap.hot + index * xmc_hot_slots; }
+
 __device__ __forceinline__ xmc_atomic32 xmc_hot_slot(unsigned index, unsigned pick) {
-  return xmc_atomic32(xmc_c_heap.hot[index * xmc_hot_slots + pick]);
+  return xmc_atomic32(xmc_hot_slots_of(index)[pick]);
 }
 
 // Bit k set: exchange slot k in front of buffer `index` held a chunk (a
 // hint, without ordering). The row is one sector: one round trip.
 __device__ __forceinline__ uint32_t xmc_hot_occupied(unsigned index) {
-  const uint32_t *row = xmc_c_heap.hot + index * xmc_hot_slots;
+  const uint32_t *row = xmc_hot_slots_of(index);
   uint32_t v[xmc_hot_slots];
   asm volatile("ld.relaxed.gpu.global.v4.u32 {%0,%1,%2,%3}, [%4];"
                : "=r"(v[0]), "=r"(v[1]), "=r"(v[2]), "=r"(v[3]) : "l"(__cvta_generic_to_global(row)) : "memory");
