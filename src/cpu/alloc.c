@@ -25,21 +25,27 @@ static void *mm_malloc_from_class(mm_heap_t *heap, unsigned size_class) {
   return block;
 }
 
-void *mm_malloc_generic(mm_heap_t *heap, size_t size) {
+/* The slow path of malloc, for a block from the size classes or, with
+ * `in_span` or above MM_MEDIUM_BLOCK_MAX, from a span. */
+static void *mm_malloc_slow(mm_heap_t *heap, size_t size, bool in_span) {
   if (mm_unlikely(heap == &mm_heap_empty)) {
     heap = mm_thread_init();
     if (heap == NULL) return NULL;
   }
-  if (size > MM_SIZE_CLASS_MAX) return mm_large_alloc(size, MM_ALIGNMENT, false);
   if (mm_unlikely(mm_atomic_load_relaxed(&heap->delayed_free) != 0)) mm_heap_delayed_drain(heap);
   if (mm_unlikely(heap->purge_due != 0)) mm_heap_purge_expired(heap, mm_os_clock_ms());
   if (mm_unlikely(mm_heap_give_back_due(heap))) mm_heap_give_back_growth(heap);
-  void *p = size > MM_MEDIUM_BLOCK_MAX ? mm_span_alloc(heap, size, MM_ALIGNMENT)
-                                        : mm_malloc_from_class(heap, mm_size_class_of(size));
+  void *p = in_span || size > MM_MEDIUM_BLOCK_MAX ? mm_span_alloc(heap, size, MM_ALIGNMENT)
+                                                  : mm_malloc_from_class(heap, mm_size_class_of(size));
   /* growth (or faults) this malloc caused, and those of reallocs in place
      and aligned mallocs before it, matched while no page or span is in hand */
   if (mm_unlikely(mm_heap_give_back_due(heap))) mm_heap_give_back_growth(heap);
   return p;
+}
+
+void *mm_malloc_generic(mm_heap_t *heap, size_t size) {
+  if (size > MM_SIZE_CLASS_MAX) return mm_large_alloc(size, MM_ALIGNMENT, false);
+  return mm_malloc_slow(heap, size, false);
 }
 
 MM_EXPORT void *mm_malloc(size_t size) {
@@ -86,12 +92,12 @@ MM_EXPORT void *mm_realloc(void *p, size_t size) {
   if (mm_unlikely(mm_options.checked)) mm_checked_realloc(p);
   mm_segment_t *seg = mm_segment_of(p);
   if (seg->kind == MM_SEGMENT_LARGE && size > MM_SIZE_CLASS_MAX) return mm_large_realloc(seg, p, size);
-  if (seg->kind == MM_SEGMENT_SPAN && size > MM_MEDIUM_BLOCK_MAX && size <= MM_SIZE_CLASS_MAX &&
-      mm_span_resize(seg, p, size))
-    return p;
+  bool spans_serve = size >= MM_REALLOC_SPAN_MIN && size <= MM_SIZE_CLASS_MAX;
+  if (seg->kind == MM_SEGMENT_SPAN && spans_serve && mm_span_resize(seg, p, size)) return p;
   size_t usable = mm_usable_size(p);
   if (size <= usable && size >= usable / 2) return p; /* fits, and not wastefully */
-  void *q = mm_malloc_inline(size);
+  /* a block that grows this big may grow again: a span, which grows in place */
+  void *q = spans_serve && size > usable ? mm_malloc_slow(mm_heap_tls, size, true) : mm_malloc_inline(size);
   if (q == NULL) return NULL;
   memcpy(q, p, size < usable ? size : usable);
   mm_free_inline(p);

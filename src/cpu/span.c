@@ -307,8 +307,7 @@ size_t mm_span_usable_size(mm_segment_t *seg, const void *p) {
   return (size_t)mm_span_units(seg)[mm_span_index(seg, p)].units << MM_SPAN_SHIFT;
 }
 
-/* Resizes p's run in place to hold `size` bytes (above MM_MEDIUM_BLOCK_MAX,
- * at most MM_SIZE_CLASS_MAX): a shrink frees the tail, a growth takes the
+/* Resizes p's run in place to hold `size` bytes (at most MM_SIZE_CLASS_MAX): a shrink frees the tail, a growth takes the
  * front of the free run after it.  False when that run is too short, or
  * when the caller does not own the segment. */
 bool mm_span_resize(mm_segment_t *seg, void *p, size_t size) {

@@ -29,6 +29,7 @@
 #define MM_MEDIUM_PAGE_SHIFT   19                               /* 512 KiB pages */
 #define MM_SMALL_BLOCK_MAX     ((size_t)16 * 1024)              /* larger blocks use medium pages */
 #define MM_MEDIUM_BLOCK_MAX    ((size_t)32 * 1024)              /* larger blocks come from spans */
+#define MM_REALLOC_SPAN_MIN    ((size_t)4 * 1024)               /* realloc grows blocks from here in spans */
 #define MM_MAX_PAGES           ((size_t)1 << (MM_SEGMENT_SHIFT - MM_SMALL_PAGE_SHIFT))
 #define MM_LARGE_OFFSET        ((uintptr_t)4096)                /* header before a large block */
 #define MM_OS_PAGE_SIZE        ((size_t)4096)

@@ -70,6 +70,38 @@ TEST(Span, ReallocResizesInPlace) {
   }).join();
 }
 
+// A block that realloc grows past 4 KiB moves into a span, and from then
+// on grows in place, a few bytes at a time, with small blocks coming
+// and going beside it (the malloc-lab realloc traces' pattern); shrinking
+// it back under 4 KiB moves it to a class again.
+TEST(Span, GrowingReallocMovesOnceThenGrowsInPlace) {
+  std::thread([] {
+    size_t size = 3000;
+    char *p = static_cast<char *>(mm_malloc(size));
+    ASSERT_NE(p, nullptr);
+    tag_fill(p, size, tag_make(2, 0), TagSpan::all);
+    int moves = 0;  // once in a span
+    for (unsigned step = 1; size < 200 * KiB; step++) {
+      void *small = mm_malloc(16);
+      size_t grown = size + 997;
+      char *q = static_cast<char *>(mm_realloc(p, grown));
+      ASSERT_NE(q, nullptr);
+      if (q != p && size >= 4 * KiB) moves++;
+      ASSERT_TRUE(tag_check(q, size, tag_make(2, step - 1), TagSpan::all)) << "content lost at " << grown;
+      size = grown;
+      tag_fill(q, size, tag_make(2, step), TagSpan::all);
+      mm_free(small);
+      p = q;
+    }
+    EXPECT_EQ(moves, 0) << "past 4 KiB, the block should grow in place";
+    EXPECT_EQ(mm_malloc_usable_size(p), (size + kUnit - 1) / kUnit * kUnit);
+    char *shrunk = static_cast<char *>(mm_realloc(p, 2000));
+    EXPECT_NE(shrunk, p) << "a block under 4 KiB belongs to a class";
+    EXPECT_LT(mm_malloc_usable_size(shrunk), kUnit);
+    mm_free(shrunk);
+  }).join();
+}
+
 // Every alignment up to 128 KiB, over free runs left by blocks of other sizes.
 TEST(Span, AlignedBlocksAmongFreeRuns) {
   std::thread([] {
