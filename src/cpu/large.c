@@ -53,7 +53,8 @@ static size_t mm_large_mapping(size_t offset, size_t size) {
 void *mm_large_alloc(size_t size, size_t alignment, bool zero) {
   uintptr_t offset = alignment <= MM_LARGE_OFFSET ? MM_LARGE_OFFSET
                    : alignment <= MM_SEGMENT_SIZE ? alignment : MM_SEGMENT_SIZE;
-  size_t mapped = mm_large_mapping(offset, size);
+  /* a block of 0 bytes still gets an OS page, so that it lies inside its mapping */
+  size_t mapped = mm_large_mapping(offset, size == 0 ? 1 : size);
   if (mapped == 0) {
     errno = ENOMEM;
     return NULL;

@@ -152,6 +152,21 @@ TEST(Api, SizeZeroGivesUniqueFreeablePointers) {
   for (void *p : blocks) mm_free(p);
 }
 
+// Alignments beyond the spans give a mapping of its own: a block of 0 bytes
+// there still lies inside it, with a usable byte.
+TEST(Api, SizeZeroAtLargeAlignmentsIsUsable) {
+  std::vector<void *> blocks;
+  for (size_t alignment : {256 * KiB, 1 * MiB, 4 * MiB, 8 * MiB}) {
+    void *p = nullptr;
+    ASSERT_EQ(mm_posix_memalign(&p, alignment, 0), 0);
+    ASSERT_EQ(reinterpret_cast<uintptr_t>(p) % alignment, 0u);
+    ASSERT_GE(mm_malloc_usable_size(p), size_t(1));
+    static_cast<volatile char *>(p)[0] = 1;
+    blocks.push_back(p);
+  }
+  for (void *p : blocks) mm_free(p);
+}
+
 TEST(Api, HugeSizesFailWithENOMEM) {
   for (size_t size : kHugeSizes) {
     SCOPED_TRACE("size " + std::to_string(size));
