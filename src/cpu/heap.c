@@ -394,7 +394,8 @@ void mm_heap_collect(mm_heap_t *heap, bool release_all) {
     }
   }
   mm_span_collect(heap);
-  mm_segment_retired_release(heap);
+  if (release_all) mm_segment_retired_release(heap);
+  else mm_segment_retired_hand_over(heap); /* the thread exits: its successors may want them */
   heap->purge_due = 0;
   mm_stats_count_heap(heap);
 }

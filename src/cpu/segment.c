@@ -37,9 +37,23 @@ _Static_assert(sizeof(uintptr_t) == 8 && ((uintptr_t)1 << MM_MEDIUM_PAGE_SHIFT) 
 static mm_fifo_cell_t mm_segment_cache_cells[MM_SEGMENT_CACHE_MAX];
 static mm_seq_fifo_t mm_segment_cache;
 
+/* Empty segments of threads that exited, as they were (resident).  A thread
+ * that needs a segment takes one of these before the cache, so that threads
+ * started again and again (a pool per task, a trace replayed by new threads)
+ * reuse what the ones before them had faulted in, instead of each exit
+ * purging it and the next threads faulting it in again (and, counted as
+ * growth, making their heaps give other memory back).  Any thread's slow
+ * path releases those unused for the delay (mm_segment_warm_expire). */
+#define MM_SEGMENT_WARM_MAX 32 /* per kind: a segment of another kind counts as growth */
+static mm_fifo_cell_t mm_segment_warm_cells[MM_SEGMENT_KINDS_CARVED][MM_SEGMENT_WARM_MAX];
+static mm_seq_fifo_t mm_segment_warm[MM_SEGMENT_KINDS_CARVED];
+uint64_t mm_segment_warm_due; /* ms when the oldest one expires; 0: none */
+
 void mm_segment_cache_init(void) {
   size_t cap = mm_options.segment_cache < MM_SEGMENT_CACHE_MAX ? mm_options.segment_cache : MM_SEGMENT_CACHE_MAX;
   mm_seq_fifo_init(&mm_segment_cache, mm_segment_cache_cells, cap);
+  for (unsigned k = 0; k < MM_SEGMENT_KINDS_CARVED; k++)
+    mm_seq_fifo_init(&mm_segment_warm[k], mm_segment_warm_cells[k], MM_SEGMENT_WARM_MAX);
 }
 
 /* The page kind of a class served by pages (up to MM_MEDIUM_BLOCK_MAX). */
@@ -120,6 +134,8 @@ mm_segment_t *mm_segment_alloc(mm_heap_t *heap, unsigned kind) {
   bool resident = true;
   if (heap->retired != NULL) {
     seg = mm_segment_unretire(heap);
+  } else if (mm_seq_fifo_pop(&mm_segment_warm[kind], &cached)) {
+    seg = (mm_segment_t *)cached;
   } else if (mm_seq_fifo_pop(&mm_segment_cache, &cached)) {
     seg = (mm_segment_t *)cached;
     resident = !mm_options.purge;
@@ -202,8 +218,44 @@ void mm_segment_retired_release(mm_heap_t *heap) {
   mm_segment_release_after(heap, &heap->retired);
 }
 
+/* Makes mm_segment_warm_due at most `at`. */
+static void mm_segment_warm_schedule(uint64_t at) {
+  uintptr_t due = mm_atomic_load_relaxed((uintptr_t *)&mm_segment_warm_due);
+  while ((due == 0 || at < due) && !mm_atomic_cas((uintptr_t *)&mm_segment_warm_due, &due, (uintptr_t)at)) {}
+}
+
+/* The exiting thread's heap hands its retired segments over to any thread
+ * (releasing those that find no room), each expiring at its own time. */
+void mm_segment_retired_hand_over(mm_heap_t *heap) {
+  for (mm_segment_t *seg = heap->retired, *next; seg != NULL; seg = next) {
+    next = seg->next;
+    if (mm_seq_fifo_push(&mm_segment_warm[seg->kind], (uintptr_t)seg)) mm_segment_warm_schedule(seg->purge_at);
+    else mm_segment_release(seg);
+  }
+  heap->retired = NULL;
+  heap->retired_count = 0;
+}
+
+/* Releases the handed-over segments whose delay is over (or all of them),
+ * once mm_segment_warm_due has come; one thread at a time does it. */
+void mm_segment_warm_expire(uint64_t now, bool all) {
+  uintptr_t due = mm_atomic_load_relaxed((uintptr_t *)&mm_segment_warm_due);
+  if (due == 0 || (now < due && !all)) return;
+  if (!mm_atomic_cas((uintptr_t *)&mm_segment_warm_due, &due, 0)) return;
+  for (unsigned k = 0; k < MM_SEGMENT_KINDS_CARVED; k++) {
+    mm_seq_fifo_t *warm = &mm_segment_warm[k];
+    uintptr_t cached;
+    for (size_t n = MM_SEGMENT_WARM_MAX; n > 0 && mm_seq_fifo_pop(warm, &cached); n--) {
+      mm_segment_t *seg = (mm_segment_t *)cached;
+      if (all || seg->purge_at <= now || !mm_seq_fifo_push(warm, cached)) mm_segment_release(seg);
+      else mm_segment_warm_schedule(seg->purge_at);
+    }
+  }
+}
+
 /* Returns every cached segment to the OS. */
 void mm_segment_cache_purge(void) {
+  mm_segment_warm_expire(0, true);
   uintptr_t cached;
   while (mm_seq_fifo_pop(&mm_segment_cache, &cached)) {
     mm_checked_on_unmap((mm_segment_t *)cached, false);

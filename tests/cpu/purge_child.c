@@ -5,20 +5,29 @@
  * span segments), frees them all, and prints the KiB of those blocks that
  * are resident (mincore) three times, one line: right after the frees;
  * after sleeping 200 ms and one more malloc (a slow path, where memory
- * whose delay is over goes back); after mm_collect. */
-#define _DEFAULT_SOURCE
+ * whose delay is over goes back); after mm_collect.
+ * `purge_child thread` does the allocating and freeing in a thread that
+ * exits before the first count.  `purge_child reuse` has a second thread,
+ * started after the first exited, allocate and write as much again, and
+ * prints the page faults that second thread took. */
+#define _GNU_SOURCE
 #include <manymalloc/manymalloc.h>
 
+#include <pthread.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <time.h>
 #include <unistd.h>
 
 #define BLOCK_SIZE ((size_t)512 * 1024)
 #define BLOCKS     48
 
-static size_t resident_kib(void *const *blocks) {
+static void *blocks[BLOCKS];
+
+static size_t resident_kib(void) {
   const size_t page = (size_t)sysconf(_SC_PAGESIZE);
   unsigned char pages[BLOCK_SIZE / 4096];
   size_t kib = 0;
@@ -29,20 +38,50 @@ static size_t resident_kib(void *const *blocks) {
   return kib;
 }
 
-int main(void) {
-  void *blocks[BLOCKS];
+static void *fill_and_free(void *arg) {
   for (int i = 0; i < BLOCKS; i++) {
     blocks[i] = mm_malloc(BLOCK_SIZE);
-    if (blocks[i] == NULL) return 2;
+    if (blocks[i] == NULL) return NULL;
     memset(blocks[i], 0x5a, BLOCK_SIZE);
   }
+  if (arg != NULL) return arg; /* reuse: the faults are counted, the blocks stay */
   for (int i = 0; i < BLOCKS; i++) mm_free(blocks[i]);
-  size_t after_free = resident_kib(blocks);
+  return blocks;
+}
+
+static void *fill_counting_faults(void *arg) {
+  struct rusage before, after;
+  getrusage(RUSAGE_THREAD, &before);
+  void *ok = fill_and_free(arg);
+  getrusage(RUSAGE_THREAD, &after);
+  *(long *)arg = after.ru_minflt - before.ru_minflt;
+  for (int i = 0; ok != NULL && i < BLOCKS; i++) mm_free(blocks[i]);
+  return ok;
+}
+
+static void *in_thread(void *(*fn)(void *), void *arg) {
+  pthread_t t;
+  void *result = NULL;
+  if (pthread_create(&t, NULL, fn, arg) != 0 || pthread_join(t, &result) != 0) return NULL;
+  return result;
+}
+
+int main(int argc, char **argv) {
+  const char *mode = argc > 1 ? argv[1] : "";
+  bool threaded = strcmp(mode, "thread") == 0 || strcmp(mode, "reuse") == 0;
+  if ((threaded ? in_thread(fill_and_free, NULL) : fill_and_free(NULL)) == NULL) return 2;
+  if (strcmp(mode, "reuse") == 0) {
+    long faults = -1;
+    if (in_thread(fill_counting_faults, &faults) == NULL) return 2;
+    printf("%ld\n", faults);
+    return 0;
+  }
+  size_t after_free = resident_kib();
   nanosleep(&(struct timespec){.tv_nsec = 200 * 1000 * 1000}, NULL);
   mm_free(mm_malloc(64 * 1024));
-  size_t after_delay = resident_kib(blocks);
+  size_t after_delay = resident_kib();
   mm_collect();
-  size_t after_collect = resident_kib(blocks);
+  size_t after_collect = resident_kib();
   printf("%zu %zu %zu\n", after_free, after_delay, after_collect);
   return 0;
 }
