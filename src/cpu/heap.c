@@ -309,14 +309,14 @@ void mm_heap_give_back_growth(mm_heap_t *heap) {
     heap->high_rose_at = heap->give_backs;
   }
   bool rising = heap->give_backs - heap->high_rose_at <= MM_RISING_CALLS;
-  bool at_peak = mm_options.shrink && rising && in_use >= heap->in_use_high - heap->in_use_high / MM_NEAR_HIGH &&
-                 mm_thread_count() <= mm_options.shrink_threads;
+  bool few_threads = mm_thread_count() <= mm_options.shrink_threads;
+  bool at_peak = mm_options.shrink && rising && in_use >= heap->in_use_high - heap->in_use_high / MM_NEAR_HIGH && few_threads;
   if (at_peak) want += heap->refaulted;
   heap->give_backs++;
   heap->refaulted = 0;
   if (want < MM_GROWN_BATCH) return; /* faulted in away from the peak: nothing to match yet */
   heap->grown = 0;
-  size_t given = mm_span_purge(heap, want);
+  size_t given = mm_span_purge(heap, want, few_threads);
   if (!at_peak) return;
   mm_heap_release_spares(heap);
   if (given < want) given += mm_segment_purge_free_slots(heap, want - given);

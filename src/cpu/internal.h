@@ -117,7 +117,7 @@ unsigned mm_span_block_class(mm_segment_t *seg, const void *p);
 bool mm_span_resize(mm_segment_t *seg, void *p, size_t size);
 size_t mm_span_usable_size(mm_segment_t *seg, const void *p);
 void mm_span_collect(mm_heap_t *heap);
-size_t mm_span_purge(mm_heap_t *heap, size_t units);
+size_t mm_span_purge(mm_heap_t *heap, size_t units, bool whole_runs);
 void mm_span_purge_expired(mm_heap_t *heap, uint64_t now);
 
 /* ---- large.c ---- */

@@ -148,12 +148,19 @@ static mm_span_t *mm_span_find(mm_heap_t *heap, size_t units) {
 
 /* Gives free runs with at least MM_SPAN_PURGE_MIN resident units back to
  * the OS, the largest first, until about `units` went back; returns how
- * many (the runs' lengths: a run may have been resident only in part).
+ * many.  With `whole_runs`, a run goes back whole (its length counts, though
+ * it may have been resident only in part): the heap then ends up below its
+ * live size plus what it grew, which the trace set's utilization needs
+ * (syn-mix.rep 90.5% against 77.5% giving back only the tail).  Else only
+ * as much of a run's tail as is wanted goes (blocks are cut from its front),
+ * so that with many threads, where each madvise interrupts the others, the
+ * heap gives back no more than it grew: syn-mix-realloc replayed by four
+ * threads took the whole runs of 4x its growth.
  * Shorter runs stay: the next blocks are cut from them, and purging them
  * cost syn-mix-realloc a madvise and a fault for nearly every page given
  * back, for a point of utilization or less. */
 #define MM_SPAN_PURGE_MIN 16
-size_t mm_span_purge(mm_heap_t *heap, size_t units) {
+size_t mm_span_purge(mm_heap_t *heap, size_t units, bool whole_runs) {
   size_t purged = 0;
   for (int b = MM_SPAN_BINS - 1; b >= 0 && purged < units && heap->span_resident > 0; b--) {
     for (mm_span_t *run = heap->span_bins[b]; run != NULL && purged < units; run = run->next) {
@@ -161,10 +168,15 @@ size_t mm_span_purge(mm_heap_t *heap, size_t units) {
       mm_segment_t *seg = mm_segment_of(run);
       size_t i = (size_t)(run - mm_span_units(seg)), end = i + run->units;
       if (end > seg->span_touched) end = seg->span_touched;
-      mm_os_purge(mm_span_area(seg) + (i << MM_SPAN_SHIFT), (end - i) << MM_SPAN_SHIFT);
-      purged += end - i;
-      heap->span_resident -= run->resident;
-      run->resident = 0;
+      size_t from = i;
+      if (!whole_runs) { /* its resident units, taken as its front: their tail */
+        if (end > i + run->resident) end = i + run->resident;
+        if (end - i > units - purged + MM_SPAN_PURGE_MIN) from = end - (units - purged);
+      }
+      mm_os_purge(mm_span_area(seg) + (from << MM_SPAN_SHIFT), (end - from) << MM_SPAN_SHIFT);
+      purged += end - from;
+      heap->span_resident -= run->resident - (from - i);
+      run->resident = (uint16_t)(from - i);
     }
   }
   return purged;

@@ -9,7 +9,10 @@
  * `purge_child thread` does the allocating and freeing in a thread that
  * exits before the first count.  `purge_child reuse` has a second thread,
  * started after the first exited, allocate and write as much again, and
- * prints the page faults that second thread took. */
+ * prints the page faults that second thread took.  `purge_child growth`
+ * frees 3 MiB of spans, grows the span after them in place over fresh
+ * memory from 256 KiB to 896 KiB, 64 KiB at a time, and prints the KiB of the
+ * freed 3 MiB still resident. */
 #define _GNU_SOURCE
 #include <manymalloc/manymalloc.h>
 
@@ -66,8 +69,39 @@ static void *in_thread(void *(*fn)(void *), void *arg) {
   return result;
 }
 
+static size_t resident_kib_of(void *p, size_t size) {
+  const size_t page = (size_t)sysconf(_SC_PAGESIZE);
+  static unsigned char pages[4096];
+  size_t kib = 0;
+  if (size / page > sizeof pages || mincore(p, size, pages) != 0) return 0;
+  for (size_t j = 0; j < size / page; j++) kib += (pages[j] & 1) ? page / 1024 : 0;
+  return kib;
+}
+
+static int growth(void) {
+  const size_t block = (size_t)1 << 20, step = (size_t)64 << 10;
+  char *freed[3];
+  for (int i = 0; i < 3; i++) {
+    if ((freed[i] = mm_malloc(block)) == NULL) return 2;
+    memset(freed[i], 0x5a, block);
+  }
+  char *grown = mm_malloc(4 * step);
+  if (grown == NULL) return 2;
+  for (int i = 0; i < 3; i++) mm_free(freed[i]);
+  for (size_t size = 5 * step, k = 0; size <= 14 * step; size += step, k++) { /* to the segment's end */
+    char *p = mm_realloc(grown, size);
+    if (p != grown) return 3; /* the run after it is free and untouched: in place */
+    memset(p + size - step, 0x5a, step);
+    mm_free(mm_malloc(160 + 32 * k)); /* a class's first malloc: the slow path, where growth is matched */
+  }
+  printf("%zu\n", resident_kib_of(freed[0], 3 * block));
+  mm_free(grown);
+  return 0;
+}
+
 int main(int argc, char **argv) {
   const char *mode = argc > 1 ? argv[1] : "";
+  if (strcmp(mode, "growth") == 0) return growth();
   bool threaded = strcmp(mode, "thread") == 0 || strcmp(mode, "reuse") == 0;
   if ((threaded ? in_thread(fill_and_free, NULL) : fill_and_free(NULL)) == NULL) return 2;
   if (strcmp(mode, "reuse") == 0) {

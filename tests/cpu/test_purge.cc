@@ -87,6 +87,28 @@ TEST(Purge, NextThreadReusesAnExitedThreadsMemory) {
   EXPECT_LT(faults, 600) << "the exited thread's memory was faulted in again";
 }
 
+// A heap that grows gives back as much free memory as it grew: with few
+// threads whole free runs (the largest first), with more threads than
+// MANYMALLOC_SHRINK_THREADS only the part that matches the growth, since
+// each madvise then interrupts the other threads.
+size_t resident_after_growth(const std::vector<std::string> &env) {
+  const ProgramResult r = run_checked({MM_PURGE_CHILD, "growth"}, env);
+  size_t kib = 0;
+  EXPECT_EQ(sscanf(r.out.c_str(), "%zu", &kib), 1) << r.out;
+  return kib;
+}
+
+TEST(Purge, GrowthGivesBackWholeFreeRunsWithFewThreads) {
+  EXPECT_LE(resident_after_growth({"MANYMALLOC_PURGE_DELAY=3600000"}), 64u);
+}
+
+TEST(Purge, GrowthGivesBackOnlyItsOwnSizeWithManyThreads) {
+  // 640 KiB of growth against 3072 KiB of free memory
+  const size_t kib = resident_after_growth({"MANYMALLOC_PURGE_DELAY=3600000", "MANYMALLOC_SHRINK_THREADS=0"});
+  EXPECT_GE(kib, 3072u - 640 - 256) << "gave back more than it grew";
+  EXPECT_LE(kib, 3072u - 640 + 64) << "gave back less than it grew";
+}
+
 TEST(Purge, PurgeOffKeepsFreedMemory) {
   const Resident kib = run_child({"MANYMALLOC_PURGE=0", "MANYMALLOC_PURGE_DELAY=0"});
   EXPECT_GE(kib.after_delay, kFreedKib - 64);
