@@ -92,10 +92,14 @@ void mm_os_purge(void *p, size_t size) {
   madvise(p, size, MADV_DONTNEED);
 }
 
-/* Milliseconds of the monotonic clock (a vDSO call, no system call). */
+/* Milliseconds of the monotonic clock, at the kernel tick's grain (1-4 ms;
+ * delays are MANYMALLOC_PURGE_DELAY ms, 10 by default).  Slow paths read it
+ * while some memory is due to go back; the coarse clock reads the vDSO's
+ * last tick without the time-stamp counter: 8 ns against 39 ns a call on
+ * the 16-core host. */
 uint64_t mm_os_clock_ms(void) {
   struct timespec t;
-  clock_gettime(CLOCK_MONOTONIC, &t);
+  clock_gettime(CLOCK_MONOTONIC_COARSE, &t);
   return (uint64_t)t.tv_sec * 1000 + (uint64_t)t.tv_nsec / 1000000;
 }
 
