@@ -106,7 +106,7 @@ void mm_segment_purge_expired(mm_heap_t *heap, uint64_t now);
 void mm_segment_retired_release(mm_heap_t *heap);
 void mm_segment_retired_hand_over(mm_heap_t *heap);
 void mm_segment_warm_expire(uint64_t now, bool all);
-extern uint64_t mm_segment_warm_due;
+extern uintptr_t mm_segment_warm_due; /* ms: exited threads' segments next due to go back; 0: none */
 uint8_t *mm_segment_page_area(const mm_segment_t *seg, size_t index, size_t *size);
 
 /* ---- span.c ---- */

@@ -47,7 +47,7 @@ static mm_seq_fifo_t mm_segment_cache;
 #define MM_SEGMENT_WARM_MAX 32 /* per kind: a segment of another kind counts as growth */
 static mm_fifo_cell_t mm_segment_warm_cells[MM_SEGMENT_KINDS_CARVED][MM_SEGMENT_WARM_MAX];
 static mm_seq_fifo_t mm_segment_warm[MM_SEGMENT_KINDS_CARVED];
-uint64_t mm_segment_warm_due; /* ms when the oldest one expires; 0: none */
+uintptr_t mm_segment_warm_due; /* ms when the oldest one expires; 0: none */
 
 void mm_segment_cache_init(void) {
   size_t cap = mm_options.segment_cache < MM_SEGMENT_CACHE_MAX ? mm_options.segment_cache : MM_SEGMENT_CACHE_MAX;
@@ -220,8 +220,8 @@ void mm_segment_retired_release(mm_heap_t *heap) {
 
 /* Makes mm_segment_warm_due at most `at`. */
 static void mm_segment_warm_schedule(uint64_t at) {
-  uintptr_t due = mm_atomic_load_relaxed((uintptr_t *)&mm_segment_warm_due);
-  while ((due == 0 || at < due) && !mm_atomic_cas((uintptr_t *)&mm_segment_warm_due, &due, (uintptr_t)at)) {}
+  uintptr_t due = mm_atomic_load_relaxed(&mm_segment_warm_due);
+  while ((due == 0 || at < due) && !mm_atomic_cas(&mm_segment_warm_due, &due, (uintptr_t)at)) {}
 }
 
 /* The exiting thread's heap hands its retired segments over to any thread
@@ -239,9 +239,9 @@ void mm_segment_retired_hand_over(mm_heap_t *heap) {
 /* Releases the handed-over segments whose delay is over (or all of them),
  * once mm_segment_warm_due has come; one thread at a time does it. */
 void mm_segment_warm_expire(uint64_t now, bool all) {
-  uintptr_t due = mm_atomic_load_relaxed((uintptr_t *)&mm_segment_warm_due);
+  uintptr_t due = mm_atomic_load_relaxed(&mm_segment_warm_due);
   if (due == 0 || (now < due && !all)) return;
-  if (!mm_atomic_cas((uintptr_t *)&mm_segment_warm_due, &due, 0)) return;
+  if (!mm_atomic_cas(&mm_segment_warm_due, &due, 0)) return;
   for (unsigned k = 0; k < MM_SEGMENT_KINDS_CARVED; k++) {
     mm_seq_fifo_t *warm = &mm_segment_warm[k];
     uintptr_t cached;

@@ -1,4 +1,5 @@
-/* manymalloc cpu: spans, runs of OS pages for blocks of 32 KiB - 1 MiB.
+/* manymalloc cpu: spans, runs of OS pages for blocks of 32 KiB - 1 MiB
+ * (and for blocks that realloc grows past 4 KiB, which then grow in place).
  *
  * Pages of one size class keep a freed block for that class alone: at their
  * peak syn-mix.rep held 2 MB free in pages of 144 KiB-1 MiB blocks, of no
@@ -319,9 +320,10 @@ size_t mm_span_usable_size(mm_segment_t *seg, const void *p) {
   return (size_t)mm_span_units(seg)[mm_span_index(seg, p)].units << MM_SPAN_SHIFT;
 }
 
-/* Resizes p's run in place to hold `size` bytes (at most MM_SIZE_CLASS_MAX): a shrink frees the tail, a growth takes the
- * front of the free run after it.  False when that run is too short, or
- * when the caller does not own the segment. */
+/* Resizes p's run in place to hold `size` bytes (at most MM_SIZE_CLASS_MAX):
+ * a shrink frees the tail, a growth takes the front of the free run after
+ * it.  False when that run is too short, or when the caller does not own
+ * the segment. */
 bool mm_span_resize(mm_segment_t *seg, void *p, size_t size) {
   mm_heap_t *heap = mm_heap_tls;
   if (seg->heap != heap) return false;
