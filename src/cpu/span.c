@@ -50,10 +50,16 @@ static unsigned mm_span_bin(size_t units) {
  * Runs and bins
  * ------------------------------------------------------------------------- */
 
+/* The last descriptor serves the run after it, to merge backwards: a run
+ * that ends the segment has none, and leaves the header's last OS page
+ * untouched (a span segment's first block touched three header pages). */
 static void mm_span_set(mm_span_t *first, size_t units, bool free) {
+  first->units = (uint32_t)units;
+  first->free = free;
   mm_span_t *last = first + units - 1;
-  first->units = last->units = (uint32_t)units;
-  first->free = last->free = free;
+  if (last == first || last == mm_span_units(mm_segment_of(first)) + MM_SPAN_UNITS - 1) return;
+  last->units = (uint32_t)units;
+  last->free = free;
 }
 
 static void mm_span_bin_insert(mm_heap_t *heap, mm_span_t *run) {

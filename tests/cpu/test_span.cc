@@ -6,6 +6,7 @@
 #include <manymalloc/manymalloc.h>
 
 #include <gtest/gtest.h>
+#include <sys/mman.h>
 
 #include <atomic>
 #include <cstdint>
@@ -99,6 +100,27 @@ TEST(Span, GrowingReallocMovesOnceThenGrowsInPlace) {
     EXPECT_NE(shrunk, p) << "a block under 4 KiB belongs to a class";
     EXPECT_LT(mm_malloc_usable_size(shrunk), kUnit);
     mm_free(shrunk);
+  }).join();
+}
+
+// A span segment's header holds a descriptor for each of its 992 units, but
+// a small heap touches only its first pages: the segment's fields and the
+// descriptors of the runs in use.  The free run that ends the segment needs
+// no last descriptor (no run after it merges backwards), so its last OS page
+// stays untouched.
+TEST(Span, FreshSegmentTouchesFewHeaderPages) {
+  std::thread([] {
+    char *p = static_cast<char *>(mm_malloc(64 * KiB));
+    ASSERT_NE(p, nullptr);
+    p[0] = 1;
+    const uintptr_t segment = (reinterpret_cast<uintptr_t>(p) - 1) & ~(4 * MiB - 1);
+    constexpr size_t kHeaderPages = 128 * KiB / kUnit;
+    unsigned char resident[kHeaderPages];
+    ASSERT_EQ(mincore(reinterpret_cast<void *>(segment), 128 * KiB, resident), 0);
+    size_t pages = 0;
+    for (unsigned char r : resident) pages += r & 1;
+    EXPECT_LE(pages, 2u) << "header pages resident for one block";
+    mm_free(p);
   }).join();
 }
 
