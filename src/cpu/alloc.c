@@ -1,7 +1,7 @@
 /* manymalloc cpu: malloc, calloc, realloc and their slow path.
  *
  * The fast path (mm_malloc_inline in internal.h) pops the first block of the
- * page that heap->direct (or heap->direct_class) names for the size.
+ * page that heap->direct (or heap->direct_wide) names for the size.
  * Everything else arrives in mm_malloc_generic: the first malloc of a
  * thread, sizes above the direct range, an exhausted page, spans, large
  * blocks and checked mode. */

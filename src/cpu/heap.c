@@ -32,17 +32,29 @@ static mm_page_queue_t *mm_heap_queue_of(mm_heap_t *heap, mm_page_t *page) {
   return page->in_full ? &heap->full : &heap->queues[page->size_class];
 }
 
+/* The page the fast path takes class `size_class` (1-32 KiB) from: the
+ * entry of its largest size; every entry of its sizes names the same. */
+static mm_page_t *mm_heap_direct_wide_of(mm_heap_t *heap, unsigned size_class) {
+  return heap->direct_wide[mm_size_class_size(size_class) >> MM_DIRECT_WIDE_SHIFT];
+}
+
+static void mm_heap_direct_wide_set(mm_heap_t *heap, unsigned size_class, mm_page_t *page) {
+  size_t lo = mm_size_class_size(size_class - 1) >> MM_DIRECT_WIDE_SHIFT;
+  size_t hi = mm_size_class_size(size_class) >> MM_DIRECT_WIDE_SHIFT;
+  for (size_t i = lo + 1; i <= hi; i++) heap->direct_wide[i] = page;
+}
+
 /* Points the direct entries of a class (heap->direct by size up to 1 KiB,
- * heap->direct_class by class up to 32 KiB) at the first page of its queue.
- * In checked mode they stay on the empty page so every malloc takes the
- * slow path, where the allocation is recorded. */
+ * heap->direct_wide by size/128 up to 32 KiB) at the first page of its
+ * queue.  In checked mode they stay on the empty page so every malloc takes
+ * the slow path, where the allocation is recorded. */
 static inline void mm_heap_direct_update(mm_heap_t *heap, unsigned size_class) {
   size_t size = mm_size_class_size(size_class);
   if (size > MM_MEDIUM_BLOCK_MAX || mm_options.checked) return;
   mm_page_t *page = heap->queues[size_class].first;
   if (page == NULL) page = (mm_page_t *)&mm_page_empty;
   if (size > MM_DIRECT_MAX) {
-    heap->direct_class[size_class - MM_DIRECT_CLASS_FIRST] = page;
+    mm_heap_direct_wide_set(heap, size_class, page);
     heap->borrowing &= ~mm_heap_borrow_bit(size_class);
     return;
   }
@@ -56,7 +68,7 @@ static inline void mm_heap_direct_update(mm_heap_t *heap, unsigned size_class) {
 void mm_heap_direct_follow(mm_heap_t *heap, unsigned size_class, mm_page_t *page) {
   uint32_t bit = mm_heap_borrow_bit(size_class);
   if (bit == 0 || mm_options.checked) return;
-  heap->direct_class[size_class - MM_DIRECT_CLASS_FIRST] = page;
+  mm_heap_direct_wide_set(heap, size_class, page);
   if (page->size_class != size_class) heap->borrowing |= bit;
   else heap->borrowing &= ~bit;
 }
@@ -65,11 +77,11 @@ void mm_heap_direct_follow(mm_heap_t *heap, unsigned size_class, mm_page_t *page
  * no longer feed the fast path of a class that borrowed from it. */
 static void mm_heap_direct_unborrow(mm_heap_t *heap, const mm_page_t *page) {
   for (uint32_t m = heap->borrowing; m != 0; m &= m - 1) {
-    unsigned i = (unsigned)__builtin_ctz(m);
-    if (heap->direct_class[i] != page) continue;
-    mm_page_t *own = heap->queues[MM_DIRECT_CLASS_FIRST + i].first;
-    heap->direct_class[i] = own != NULL ? own : (mm_page_t *)&mm_page_empty;
-    heap->borrowing &= ~((uint32_t)1 << i);
+    unsigned c = MM_DIRECT_CLASS_FIRST + (unsigned)__builtin_ctz(m);
+    if (mm_heap_direct_wide_of(heap, c) != page) continue;
+    mm_page_t *own = heap->queues[c].first;
+    mm_heap_direct_wide_set(heap, c, own != NULL ? own : (mm_page_t *)&mm_page_empty);
+    heap->borrowing &= ~mm_heap_borrow_bit(c);
   }
 }
 
@@ -405,7 +417,7 @@ static mm_heap_t *mm_heap_create(void) {
   mm_heap_t *heap = mm_os_alloc(size);
   if (heap == NULL) return NULL;
   for (size_t i = 0; i < MM_DIRECT_COUNT; i++) heap->direct[i] = (mm_page_t *)&mm_page_empty;
-  for (size_t i = 0; i < MM_DIRECT_CLASS_COUNT; i++) heap->direct_class[i] = (mm_page_t *)&mm_page_empty;
+  for (size_t i = 0; i < MM_DIRECT_WIDE_COUNT; i++) heap->direct_wide[i] = (mm_page_t *)&mm_page_empty;
   uintptr_t head = mm_atomic_load_relaxed((uintptr_t *)&mm_heaps_all);
   do {
     heap->all_next = (mm_heap_t *)head;

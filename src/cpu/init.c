@@ -25,7 +25,7 @@ const mm_page_t mm_page_empty;
 
 mm_heap_t mm_heap_empty = {
   .direct = {[0 ... MM_DIRECT_COUNT - 1] = (mm_page_t *)&mm_page_empty},
-  .direct_class = {[0 ... MM_DIRECT_CLASS_COUNT - 1] = (mm_page_t *)&mm_page_empty},
+  .direct_wide = {[0 ... MM_DIRECT_WIDE_COUNT - 1] = (mm_page_t *)&mm_page_empty},
 };
 
 __thread mm_heap_t *mm_heap_tls __attribute__((tls_model("initial-exec"))) = &mm_heap_empty;

@@ -213,7 +213,7 @@ static inline bool mm_page_carve_grows(const mm_page_t *page) {
   return mm_os_page_round((size_t)page->capacity * page->stride) >= seg->slot_memory[page->index].touched;
 }
 
-/* The bit of heap->borrowing for a class whose heap->direct_class entry
+/* The bit of heap->borrowing for a class whose heap->direct_wide entries
  * may name a lender's page (0 for any other class). */
 static inline uint32_t mm_heap_borrow_bit(unsigned size_class) {
   unsigned i = size_class - MM_DIRECT_CLASS_FIRST;
@@ -229,7 +229,7 @@ static inline void *mm_malloc_inline(size_t size) {
   mm_heap_t *heap = mm_heap_tls;
   if (mm_likely(size <= MM_MEDIUM_BLOCK_MAX)) {
     mm_page_t *page = size <= MM_DIRECT_MAX ? heap->direct[(size + MM_ALIGNMENT - 1) / MM_ALIGNMENT]
-                                            : heap->direct_class[mm_size_class_of(size) - MM_DIRECT_CLASS_FIRST];
+                                            : heap->direct_wide[(size + (1u << MM_DIRECT_WIDE_SHIFT) - 1) >> MM_DIRECT_WIDE_SHIFT];
     mm_block_t *block = page->free;
     if (mm_likely(block != NULL)) {
       mm_block_t *next = block->next;

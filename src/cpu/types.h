@@ -36,10 +36,14 @@
 #define MM_DIRECT_MAX          ((size_t)1024)                   /* sizes served by heap->direct */
 #define MM_DIRECT_COUNT        (MM_DIRECT_MAX / MM_ALIGNMENT + 1)
 /* Classes above MM_DIRECT_MAX up to MM_MEDIUM_BLOCK_MAX, served by
- * heap->direct_class (size_class.h: the class of 2^n bytes is 8n - 49);
- * those up to MM_SMALL_BLOCK_MAX may name a lender's page there (heap.c). */
+ * heap->direct_wide by the size rounded up to 128 B, a step that every class
+ * boundary there is a multiple of (size_class.h: the class of 2^n bytes is
+ * 8n - 49); those up to MM_SMALL_BLOCK_MAX may name a lender's page there
+ * (heap.c). */
 #define MM_DIRECT_CLASS_FIRST  32                               /* 1152 B */
 #define MM_DIRECT_CLASS_COUNT  40                               /* up to 32 KiB */
+#define MM_DIRECT_WIDE_SHIFT   7                                /* their sizes step by multiples of 128 B */
+#define MM_DIRECT_WIDE_COUNT   ((MM_MEDIUM_BLOCK_MAX >> MM_DIRECT_WIDE_SHIFT) + 1)
 #define MM_DIRECT_CLASS_LENDING 32                              /* up to 16 KiB */
 #define MM_MEDIUM_CLASS_FIRST  64                               /* 18 KiB: the first class above MM_SMALL_BLOCK_MAX */
 #define MM_MEDIUM_CLASS_LAST   71                               /* 32 KiB: the last class served by pages */
@@ -210,9 +214,9 @@ typedef struct mm_heap_stats_s {
  * orphaned whole and adopted by the next new thread. */
 struct mm_heap_s {
   mm_page_t *direct[MM_DIRECT_COUNT];          /* size/16 -> page to malloc from (fast path) */
-  mm_page_t *direct_class[MM_DIRECT_CLASS_COUNT]; /* class - MM_DIRECT_CLASS_FIRST -> page, above 1 KiB */
-  uint32_t borrowing;                          /* bit i (< MM_DIRECT_CLASS_LENDING): direct_class[i] names
-                                                  a larger class's page (heap.c) */
+  mm_page_t *direct_wide[MM_DIRECT_WIDE_COUNT]; /* ceil(size/128) -> page, 1-32 KiB (fast path; heap.c) */
+  uint32_t borrowing;                          /* bit i (< MM_DIRECT_CLASS_LENDING): class MM_DIRECT_CLASS_FIRST + i's
+                                                  direct_wide entries name a larger class's page (heap.c) */
   mm_page_queue_t queues[MM_SIZE_CLASS_COUNT]; /* pages with (possibly) free blocks, per class */
   mm_page_queue_t full;                        /* pages found full; remote frees notify */
   uintptr_t delayed_free;                      /* atomic: blocks freed remotely into full pages */
