@@ -38,6 +38,7 @@ static mm_page_t *mm_heap_direct_wide_of(mm_heap_t *heap, unsigned size_class) {
   return heap->direct_wide[mm_size_class_size(size_class) >> MM_DIRECT_WIDE_SHIFT];
 }
 
+/* Points the entries of every size of `size_class` (1-32 KiB) at `page`. */
 static void mm_heap_direct_wide_set(mm_heap_t *heap, unsigned size_class, mm_page_t *page) {
   size_t lo = mm_size_class_size(size_class - 1) >> MM_DIRECT_WIDE_SHIFT;
   size_t hi = mm_size_class_size(size_class) >> MM_DIRECT_WIDE_SHIFT;

@@ -41,7 +41,6 @@
  * 8n - 49); those up to MM_SMALL_BLOCK_MAX may name a lender's page there
  * (heap.c). */
 #define MM_DIRECT_CLASS_FIRST  32                               /* 1152 B */
-#define MM_DIRECT_CLASS_COUNT  40                               /* up to 32 KiB */
 #define MM_DIRECT_WIDE_SHIFT   7                                /* their sizes step by multiples of 128 B */
 #define MM_DIRECT_WIDE_COUNT   ((MM_MEDIUM_BLOCK_MAX >> MM_DIRECT_WIDE_SHIFT) + 1)
 #define MM_DIRECT_CLASS_LENDING 32                              /* up to 16 KiB */
