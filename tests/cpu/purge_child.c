@@ -30,14 +30,19 @@
 
 static void *blocks[BLOCKS];
 
-static size_t resident_kib(void) {
+/* KiB of [p, p + size) resident (mincore); 0 where unmapped. */
+static size_t resident_kib_of(void *p, size_t size) {
   const size_t page = (size_t)sysconf(_SC_PAGESIZE);
-  unsigned char pages[BLOCK_SIZE / 4096];
+  static unsigned char pages[4096];
   size_t kib = 0;
-  for (int i = 0; i < BLOCKS; i++) {
-    if (mincore(blocks[i], BLOCK_SIZE, pages) != 0) continue; /* unmapped: not resident */
-    for (size_t j = 0; j < BLOCK_SIZE / page; j++) kib += (pages[j] & 1) ? page / 1024 : 0;
-  }
+  if (size / page > sizeof pages || mincore(p, size, pages) != 0) return 0;
+  for (size_t j = 0; j < size / page; j++) kib += (pages[j] & 1) ? page / 1024 : 0;
+  return kib;
+}
+
+static size_t resident_kib(void) {
+  size_t kib = 0;
+  for (int i = 0; i < BLOCKS; i++) kib += resident_kib_of(blocks[i], BLOCK_SIZE);
   return kib;
 }
 
@@ -67,15 +72,6 @@ static void *in_thread(void *(*fn)(void *), void *arg) {
   void *result = NULL;
   if (pthread_create(&t, NULL, fn, arg) != 0 || pthread_join(t, &result) != 0) return NULL;
   return result;
-}
-
-static size_t resident_kib_of(void *p, size_t size) {
-  const size_t page = (size_t)sysconf(_SC_PAGESIZE);
-  static unsigned char pages[4096];
-  size_t kib = 0;
-  if (size / page > sizeof pages || mincore(p, size, pages) != 0) return 0;
-  for (size_t j = 0; j < size / page; j++) kib += (pages[j] & 1) ? page / 1024 : 0;
-  return kib;
 }
 
 static int growth(void) {
