@@ -346,10 +346,13 @@ void mm_heap_purge_schedule(mm_heap_t *heap, uint64_t at) {
   if (heap->purge_due == 0 || at < heap->purge_due) heap->purge_due = at;
 }
 
-/* Gives back what is due at `now` (ms).  Called from the slow paths while
- * something is scheduled; a thread that stops allocating keeps it until it
- * allocates again, exits or calls mm_collect. */
+/* Gives back what is due at `now` (ms): the heap's own, and exited
+ * threads' segments (mm_segment_warm_expire), which any heap's slow path
+ * releases.  Called from the slow paths while something is scheduled; a
+ * thread that stops allocating keeps its own until it allocates again,
+ * exits or calls mm_collect. */
 void mm_heap_purge_expired(mm_heap_t *heap, uint64_t now) {
+  mm_segment_warm_expire(now, false);
   if (heap->purge_due == 0 || now < heap->purge_due) return;
   heap->purge_due = 0;
   mm_segment_purge_expired(heap, now);

@@ -125,7 +125,6 @@ struct mm_page_s {
   mm_page_t *prev;
 };
 
-
 /* The OS pages a live page gave back while its blocks there were free
  * (shrink.c).  The blocks that start in such an OS page are free and on no
  * list; the page links them again, before it carves further, when its free
