@@ -12,7 +12,7 @@
 #include <thread>
 #include <vector>
 
-#include "block_tag.h"
+#include "tagged_block.h"
 #include "subprocess.h"
 #include "test_sizes.h"
 
@@ -23,12 +23,6 @@ namespace {
 constexpr int kWorkers = 4;
 constexpr int kForks = 32;
 constexpr size_t kPoolCapacity = 4096;
-
-struct Block {
-  void *p;
-  size_t size;
-  uint64_t tag;
-};
 
 // Blocks shared by the workers. Its storage is reserved up front: no thread
 // allocates through another allocator while the main thread forks.
@@ -48,17 +42,16 @@ void worker(Pool &pool, uint32_t id, const std::atomic<bool> &stop, std::atomic<
   for (uint32_t seq = 0; !stop.load(std::memory_order_relaxed); seq++) {
     if (seq % 2000 == 1999) mm_collect();  // forks may land inside it too
     const size_t size = random_size(rng);
-    Block b{mm_malloc(size), size, tag_make(id, seq)};
+    Block b = block_new(size, tag_make(id, seq));
     if (b.p == nullptr) {
       bad++;
       continue;
     }
-    tag_fill(b.p, b.size, b.tag);
     std::lock_guard<std::mutex> lock(pool.mutex);
     if (pool.blocks.size() == kPoolCapacity) {
       // The pool is full: free a random block, usually one from another thread.
       Block &old = pool.blocks[rng() % kPoolCapacity];
-      if (!tag_check(old.p, old.size, old.tag)) bad++;
+      if (!block_intact(old)) bad++;
       mm_free(old.p);
       old = b;
     } else {
@@ -72,7 +65,7 @@ enum ChildOutcome { kChildOk = 0, kChildCorrupted, kChildOutOfMemory };
 
 int child_body(std::vector<Block> &blocks) {
   for (size_t i = 0; i < blocks.size(); i++) {
-    if (!tag_check(blocks[i].p, blocks[i].size, blocks[i].tag)) return kChildCorrupted;
+    if (!block_intact(blocks[i])) return kChildCorrupted;
     if (i % 2 == 0) mm_free(blocks[i].p);  // made by threads that do not exist here
   }
   std::atomic<int> outcome{kChildOk};
@@ -81,13 +74,12 @@ int child_body(std::vector<Block> &blocks) {
     std::vector<Block> mine;
     for (uint32_t i = 0; i < 2000; i++) {
       const size_t size = random_size(rng);
-      Block b{mm_malloc(size), size, tag_make(id, i)};
+      Block b = block_new(size, tag_make(id, i));
       if (b.p == nullptr) return outcome.store(kChildOutOfMemory);
-      tag_fill(b.p, b.size, b.tag);
       mine.push_back(b);
     }
     for (const Block &b : mine) {
-      if (!tag_check(b.p, b.size, b.tag)) outcome.store(kChildCorrupted);
+      if (!block_intact(b)) outcome.store(kChildCorrupted);
       mm_free(b.p);
     }
   };
@@ -134,7 +126,7 @@ TEST(Fork, ChildOfThreadedProgramCanAllocate) {
   stop = true;
   for (std::thread &t : workers) t.join();
   for (const Block &b : pool.blocks) {
-    EXPECT_TRUE(tag_check(b.p, b.size, b.tag));
+    EXPECT_TRUE(block_intact(b));
     mm_free(b.p);
   }
   EXPECT_EQ(bad.load(), 0) << "worker blocks corrupted or not allocated";

@@ -27,7 +27,7 @@
 #include <thread>
 #include <vector>
 
-#include "block_tag.h"
+#include "tagged_block.h"
 
 using namespace mmtest;
 
@@ -236,11 +236,6 @@ TEST(Shrink, PagesShrinkInAForkChildOfManyThreads) {
 // blocks overlap.
 TEST(Shrink, RemoteFreesWhilePagesShrinkLoseNothing) {
   constexpr int kPairs = 4, kRounds = 40, kBatch = 2000;
-  struct Block {
-    void *p;
-    size_t size;
-    uint64_t tag;
-  };
   std::mutex lock;
   std::vector<Block> handed;  // blocks for the freeing threads
   std::atomic<int> owners_left{kPairs};

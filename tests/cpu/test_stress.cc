@@ -18,7 +18,7 @@
 #include <unordered_set>
 #include <vector>
 
-#include "block_tag.h"
+#include "tagged_block.h"
 #include "test_sizes.h"
 
 using namespace mmtest;
@@ -30,12 +30,6 @@ constexpr int kPhases = 4;
 constexpr int kOpsPerPhase = 25000;     // per thread
 constexpr size_t kMaxOwned = 600;       // live blocks a thread keeps at most
 constexpr size_t kReallocLimit = 4096;  // realloc'd blocks stay fully tagged
-
-struct Block {
-  void *p;
-  size_t size;
-  uint64_t tag;
-};
 
 // The addresses of all live blocks, sharded so that the check itself does not
 // serialise the threads.
@@ -170,8 +164,7 @@ class Worker {
   void reallocate(std::mt19937_64 &rng) {
     Block &b = owned_[rng() % owned_.size()];
     if (b.size > kReallocLimit) return;
-    if (!tag_check(b.p, b.size, b.tag))
-      shared_.failures.add(describe("corrupted before realloc", b));
+    if (!block_intact(b)) shared_.failures.add(describe("corrupted before realloc", b));
     const size_t size = 1 + rng() % kReallocLimit;
     shared_.live.erase(b.p);
     void *q = mm_realloc(b.p, size);
@@ -193,7 +186,7 @@ class Worker {
   }
 
   void release(const Block &b) {
-    if (!tag_check(b.p, b.size, b.tag)) shared_.failures.add(describe("corrupted block", b));
+    if (!block_intact(b)) shared_.failures.add(describe("corrupted block", b));
     if (!shared_.live.erase(b.p)) shared_.failures.add(describe("freed block was not live", b));
     mm_free(b.p);
   }
@@ -236,7 +229,7 @@ void check_live_blocks(Shared &shared, const std::vector<Worker> &workers) {
   for (Inbox &inbox : shared.inbox) all.insert(all.end(), inbox.blocks.begin(), inbox.blocks.end());
   std::sort(all.begin(), all.end(), [](const Block &a, const Block &b) { return a.p < b.p; });
   for (size_t i = 0; i < all.size(); i++) {
-    EXPECT_TRUE(tag_check(all[i].p, all[i].size, all[i].tag)) << describe("corrupted", all[i]);
+    EXPECT_TRUE(block_intact(all[i])) << describe("corrupted", all[i]);
     if (i + 1 < all.size()) {
       const uintptr_t end = reinterpret_cast<uintptr_t>(all[i].p) + all[i].size;
       EXPECT_LE(end, reinterpret_cast<uintptr_t>(all[i + 1].p))

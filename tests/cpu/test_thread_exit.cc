@@ -15,7 +15,7 @@
 #include <thread>
 #include <vector>
 
-#include "block_tag.h"
+#include "tagged_block.h"
 #include "test_sizes.h"
 
 using namespace mmtest;
@@ -26,12 +26,6 @@ constexpr int kRounds = 100;
 constexpr int kThreadsPerRound = 8;
 constexpr int kBlocksPerThread = 400;
 constexpr int kLeftPerThread = 50;  // outlive their thread
-
-struct Block {
-  void *p;
-  size_t size;
-  uint64_t tag;
-};
 
 size_t random_size(std::mt19937_64 &rng) {
   return rng() % 40 == 0 ? 64 * KiB + rng() % (512 * KiB) : 16 + rng() % 8000;
@@ -44,7 +38,7 @@ struct Pool {
 };
 
 bool check_and_free(const Block &b) {
-  const bool intact = tag_check(b.p, b.size, b.tag);
+  const bool intact = block_intact(b);
   mm_free(b.p);
   return intact;
 }
@@ -57,9 +51,8 @@ int short_life(uint32_t id, uint32_t round, Pool &pool) {
   std::vector<Block> blocks;
   for (uint32_t i = 0; i < kBlocksPerThread; i++) {
     const size_t size = random_size(rng);
-    Block b{mm_malloc(size), size, tag_make(id, round * kBlocksPerThread + i)};
+    const Block b = block_new(size, tag_make(id, round * kBlocksPerThread + i));
     if (b.p == nullptr) return -1;
-    tag_fill(b.p, b.size, b.tag);
     blocks.push_back(b);
   }
   std::shuffle(blocks.begin(), blocks.end(), rng);
