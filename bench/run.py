@@ -2,12 +2,15 @@
 """Runs the CPU benchmarks on manymalloc and its peers and writes the report.
 
     python3 bench/run.py [--quick] [--threads 1,2,4] [--reps N] [--only REGEX]
-                         [--out DIR] [--build DIR] [--peer-dir DIR] [--max-threads N]
+                         [--out DIR] [--build DIR] [--peer-dir DIR] [--max-threads N] [--pin]
 
 Every case (bench/report/cases.py) and the mmdriver trace set run on every
 allocator found (manymalloc, glibc, jemalloc, tcmalloc, mimalloc) in the same
 invocation, allocators interleaved within each repetition so that drift of
-the machine hits all of them alike. Prints a table of median times and
+the machine hits all of them alike. With --pin, each repetition runs every
+allocator on the same CPUs (a window of as many CPUs as threads, moved on at
+each repetition): on a host whose cores run at different speeds, unpinned
+runs compare the cores that each allocator's processes landed on. Prints a table of median times and
 writes results.json, report.md and PNG plots to --out. Where `nvidia-smi -L`
 finds a GPU, the GPU benchmarks run afterwards (bench/gpu/run.py, else
 scripts/gpu-check).
@@ -47,6 +50,8 @@ def parse_args():
     p.add_argument("--out", default=os.path.join(BENCH, "results", "cpu"), help="default bench/results/cpu")
     p.add_argument("--build", default=os.path.join(REPO, "build"), help="default build")
     p.add_argument("--peer-dir", help="directory searched first for the peers' .so files")
+    p.add_argument("--pin", action="store_true", help="run each repetition's processes, every allocator alike, "
+                                                      "on the same CPUs, a window moved on at each repetition")
     return p.parse_args()
 
 
@@ -65,11 +70,14 @@ def thread_counts(args):
 # Running
 # ---------------------------------------------------------------------------
 
-def run_case(case, threads, alloc, rep, build, scale):
+def run_case(case, threads, alloc, rep, build, scale, pin):
     argv = case.command(build, threads, scale)
-    status, out, err, wall, rss = runner.run(argv, alloc.path)
+    cpus = runner.pinned_cpus(threads, rep) if pin else None
+    status, out, err, wall, rss = runner.run(argv, alloc.path, cpus=cpus)
     rec = {"case": case.name, "threads": threads, "allocator": alloc.name, "rep": rep,
            "argv": argv[1:], "wall": wall, "ru_maxrss_kib": rss, "ok": False}
+    if cpus:
+        rec["cpus"] = sorted(cpus)
     result = runner.parse_result(out)
     if result is not None:
         allocators.check_label(alloc, result.get("allocator"), " ".join(argv))
@@ -84,14 +92,14 @@ def run_case(case, threads, alloc, rep, build, scale):
     return rec
 
 
-def run_cases(selected, threads, allocs, reps, build, scale):
+def run_cases(selected, threads, allocs, reps, build, scale, pin):
     runs = []
     for rep in range(reps):
         # Rotate the order too, so that no allocator always runs right after the same one.
         order = allocs[rep % len(allocs):] + allocs[:rep % len(allocs)]
         for case in selected:
             for t in threads:
-                recs = [run_case(case, t, a, rep, build, scale) for a in order]
+                recs = [run_case(case, t, a, rep, build, scale, pin) for a in order]
                 runs += recs
                 cells = "  ".join(f"{r['allocator']} {r['seconds']:.3f}s" for r in recs if r["ok"])
                 print(f"rep {rep + 1}/{reps}  {case.name:9} {t:3}T  {cells}", flush=True)
@@ -169,11 +177,11 @@ def main():
             raise SystemExit(f"run.py: {build}/{c.program} not found; build first (make bench does)")
     probe = os.path.join(build, cases.CASES[0].program)
     allocs = allocators.find(build, args.peer_dir, probe, REPO, only_ours=args.smoke)
-    print(f"run.py: {mode} run, threads {threads}, {reps} repetitions, allocators "
+    print(f"run.py: {mode} run{', pinned' if args.pin else ''}, threads {threads}, {reps} repetitions, allocators "
           + ", ".join(a.name for a in allocs), flush=True)
 
     loadavg_before = os.getloadavg()[0]
-    runs = run_cases(selected, threads, allocs, reps, build, scale)
+    runs = run_cases(selected, threads, allocs, reps, build, scale, args.pin)
     trace_results = run_traces(threads, allocs, trace_reps, build) if with_traces else []
     failed = [r for r in runs if not r["ok"]] + [r for r in trace_results if not r["valid"]]
 
@@ -183,7 +191,7 @@ def main():
     print("(median seconds; in brackets the peer's time over manymalloc's: above 1, manymalloc is faster)")
     if not args.smoke:
         config = {"mode": mode, "reps": reps, "threads": threads, "scale": scale, "trace_reps": trace_reps,
-                  "loadavg_before": loadavg_before}
+                  "loadavg_before": loadavg_before, "pinned": args.pin}
         write_outputs(os.path.abspath(args.out), config, allocs, selected, runs, trace_results)
         print()
         for h in summary.headlines(med, [c.name for c in selected], threads, allocs, trace_results):

@@ -17,12 +17,28 @@ import time
 TIMEOUT_S = 300   # a hung allocator must not hang `make bench`
 
 
-def run(argv, preload, timeout=TIMEOUT_S):
-    """Returns (exit status, stdout, stderr, wall seconds, ru_maxrss in KiB)."""
+def pinned_cpus(threads, rep):
+    """The CPUs a repetition's processes run on under --pin: a window of
+    `threads` of the harness's CPUs that moves by `threads` each repetition,
+    so the repetitions cover the machine's cores and every allocator of one
+    repetition runs on the same ones (on a host whose cores differ in speed,
+    a comparison otherwise measures which cores each allocator landed on).
+    None (no pinning) when the threads outnumber the CPUs."""
+    cpus = sorted(os.sched_getaffinity(0))
+    if threads > len(cpus):
+        return None
+    start = rep * threads % len(cpus)
+    return {cpus[(start + i) % len(cpus)] for i in range(threads)}
+
+
+def run(argv, preload, timeout=TIMEOUT_S, cpus=None):
+    """Returns (exit status, stdout, stderr, wall seconds, ru_maxrss in KiB).
+    With `cpus`, the process runs on those CPUs only."""
     env = dict(os.environ, LD_PRELOAD=preload)
+    pin = (lambda: os.sched_setaffinity(0, cpus)) if cpus else None
     with tempfile.TemporaryFile() as err:
         t0 = time.perf_counter()
-        proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=err, env=env)
+        proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=err, env=env, preexec_fn=pin)
         killer = threading.Timer(timeout, proc.kill)
         killer.start()
         out = proc.stdout.read()
