@@ -40,14 +40,16 @@ typedef struct mm_stats_s {
   size_t bytes_mapped_peak;/* high-water mark of bytes_mapped */
   size_t segments;         /* segments currently mapped */
   size_t large_blocks;     /* live allocations served directly by the OS */
+  size_t large_bytes;      /* their usable bytes (counted in bytes_in_use) */
 } mm_stats_t;
 
 void mm_stats_get(mm_stats_t *out);
 /* Human-readable report (totals and per size class) to `out` (stderr if NULL). */
 void mm_stats_print(FILE *out);
 
-/* Returns free cached memory of the calling thread and the process to the OS. */
-void mm_collect(void);
+/* Returns free cached memory of the calling thread and the process to the
+ * OS; the result is the number of bytes this call gave back. */
+size_t mm_collect(void);
 
 #ifdef __cplusplus
 }

@@ -101,9 +101,11 @@ __attribute__((destructor)) static void mm_process_done(void) {
   if (mm_options.verbose) mm_stats_print(stderr);
 }
 
-MM_EXPORT void mm_collect(void) {
+MM_EXPORT size_t mm_collect(void) {
+  size_t before = mm_os_released_by_thread;
   mm_heap_t *heap = mm_heap_tls;
   if (heap != &mm_heap_empty) mm_heap_collect(heap, true);
   mm_segment_cache_purge();
   mm_large_cache_purge();
+  return mm_os_released_by_thread - before;
 }

@@ -39,6 +39,7 @@ void *mm_os_alloc_aligned(size_t size, size_t alignment, size_t offset);
 void *mm_os_reserve(size_t size);
 void  mm_os_free(void *p, size_t size);
 void  mm_os_purge(void *p, size_t size);
+extern __thread size_t mm_os_released_by_thread; /* bytes this thread unmapped or purged (mm_collect) */
 bool  mm_os_resize(void *p, size_t old_size, size_t new_size);
 uint64_t mm_os_clock_ms(void);
 void *mm_os_move_aligned(void *p, size_t old_size, size_t new_size, size_t alignment);

@@ -83,13 +83,17 @@ void *mm_os_alloc_aligned(size_t size, size_t alignment, size_t offset) {
   return p;
 }
 
+__thread size_t mm_os_released_by_thread __attribute__((tls_model("initial-exec")));
+
 void mm_os_free(void *p, size_t size) {
-  if (munmap(p, size) == 0) mm_stats_mapped(-(intptr_t)size);
+  if (munmap(p, size) != 0) return;
+  mm_stats_mapped(-(intptr_t)size);
+  mm_os_released_by_thread += size;
 }
 
 /* The pages read as zero afterwards and no longer count in the RSS. */
 void mm_os_purge(void *p, size_t size) {
-  madvise(p, size, MADV_DONTNEED);
+  if (madvise(p, size, MADV_DONTNEED) == 0) mm_os_released_by_thread += size;
 }
 
 /* Milliseconds of the monotonic clock, at the kernel tick's grain (1-4 ms;

@@ -90,6 +90,7 @@ MM_EXPORT void mm_stats_get(mm_stats_t *out) {
   out->bytes_mapped_peak = mm_atomic_load_relaxed(&mm_stat_mapped_peak);
   out->segments = mm_atomic_load_relaxed(&mm_stat_segments);
   out->large_blocks = mm_atomic_load_relaxed(&mm_stat_large_count);
+  out->large_bytes = mm_atomic_load_relaxed(&mm_stat_large_bytes);
 }
 
 MM_EXPORT void mm_stats_print(FILE *out) {

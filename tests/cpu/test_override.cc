@@ -1,20 +1,36 @@
 // The standard names (malloc, free, ...) exported by libmanymalloc when
 // MANYMALLOC_OVERRIDE is on: linked into a program they are manymalloc for
 // the program, for the C library's own allocations and for operator new, and
-// blocks may be freed through either name of the API.
+// blocks may be freed through either name of the API. glibc's own entry
+// points (__libc_malloc, ..., malloc_trim, mallinfo2, malloc_stats) answer
+// for manymalloc too.
 #include <malloc.h>
 #include <manymalloc/manymalloc.h>
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cerrno>
+#include <climits>
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
 #include <functional>
 #include <string>
+#include <vector>
 
 #include "test_sizes.h"
+
+// glibc's aliases of its allocator, exported but not declared by its headers.
+extern "C" {
+void *__libc_malloc(size_t size);
+void __libc_free(void *p);
+void *__libc_calloc(size_t count, size_t size);
+void *__libc_realloc(void *p, size_t size);
+void *__libc_memalign(size_t alignment, size_t size);
+void *__libc_valloc(size_t size);
+void *__libc_pvalloc(size_t size);
+}
 
 using namespace mmtest;
 
@@ -56,6 +72,65 @@ TEST(Override, EveryStandardNameIsManymalloc) {
   expect_served("memalign", kSize, [] { return memalign(4096, kSize); });
   expect_served("valloc", kSize, [] { return valloc(kSize); });
   expect_served("pvalloc", kSize, [] { return pvalloc(kSize); });
+}
+
+TEST(Override, GlibcAliasesAreManymalloc) {
+  expect_served("__libc_malloc", kSize, [] { return __libc_malloc(kSize); });
+  expect_served("__libc_calloc", kSize, [] { return __libc_calloc(kSize / 4, 4); });
+  expect_served("__libc_realloc", kSize, [] { return __libc_realloc(nullptr, kSize); });
+  expect_served("__libc_memalign", kSize, [] { return __libc_memalign(4096, kSize); });
+  expect_served("__libc_valloc", kSize, [] { return __libc_valloc(kSize); });
+  expect_served("__libc_pvalloc", kSize, [] { return __libc_pvalloc(kSize); });
+  expect_served("malloc, then __libc_free", kSize, [] { return malloc(kSize); }, __libc_free);
+}
+
+// mallinfo2 counts manymalloc's blocks: small ones in uordblks (within the
+// arena), large ones in hblks/hblkhd.
+TEST(Override, MallinfoCountsManymallocsBlocks) {
+  const struct mallinfo2 before = mallinfo2();
+  std::vector<void *> small;
+  for (int i = 0; i < 1000; i++) small.push_back(malloc(1000));
+  void *large = malloc(8 * MiB);
+  ASSERT_NE(large, nullptr);
+  const struct mallinfo2 during = mallinfo2();
+  EXPECT_GE(during.uordblks, before.uordblks + 1000 * 1000);
+  EXPECT_GE(during.arena, during.uordblks);
+  EXPECT_EQ(during.hblks, before.hblks + 1);
+  EXPECT_GE(during.hblkhd, before.hblkhd + 8 * MiB);
+  for (void *p : small) free(p);
+  free(large);
+  const struct mallinfo2 after = mallinfo2();
+  EXPECT_LE(after.uordblks + 1000 * 1000, during.uordblks);
+  EXPECT_EQ(after.hblks, before.hblks);
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wdeprecated-declarations"  // mallinfo is the old name, still called
+  const struct mallinfo narrow = mallinfo();
+#pragma GCC diagnostic pop
+  EXPECT_EQ(static_cast<size_t>(narrow.uordblks), std::min<size_t>(after.uordblks, INT_MAX));
+}
+
+// malloc_trim gives freed memory back and says so; with nothing left to
+// give, it says that too.
+TEST(Override, MallocTrimGivesFreedMemoryBack) {
+  std::vector<void *> blocks;
+  for (int i = 0; i < 4096; i++) {
+    blocks.push_back(malloc(4000));
+    std::memset(blocks.back(), 1, 4000);
+  }
+  for (void *p : blocks) free(p);
+  EXPECT_EQ(malloc_trim(0), 1);
+  EXPECT_EQ(malloc_trim(0), 0);
+  void *p = malloc(4000);  // and the allocator goes on
+  ASSERT_NE(p, nullptr);
+  std::memset(p, 2, 4000);
+  free(p);
+}
+
+TEST(Override, MallocStatsPrintsManymallocsReport) {
+  testing::internal::CaptureStderr();
+  malloc_stats();
+  const std::string report = testing::internal::GetCapturedStderr();
+  EXPECT_NE(report.find("manymalloc statistics"), std::string::npos) << report;
 }
 
 TEST(Override, CxxNewIsManymalloc) {
