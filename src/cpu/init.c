@@ -101,10 +101,19 @@ __attribute__((destructor)) static void mm_process_done(void) {
   if (mm_options.verbose) mm_stats_print(stderr);
 }
 
+/* Everything free that the OS can take: the calling thread's empty pages
+ * and segments, the resident memory of its free page slots and free span
+ * runs (of 64 KiB and more), and the process's cached segments and
+ * mappings.  Free blocks inside pages in use stay (the heap's shrinking at
+ * its peak gives those back). */
 MM_EXPORT size_t mm_collect(void) {
   size_t before = mm_os_released_by_thread;
   mm_heap_t *heap = mm_heap_tls;
-  if (heap != &mm_heap_empty) mm_heap_collect(heap, true);
+  if (heap != &mm_heap_empty) {
+    mm_heap_collect(heap, true);
+    mm_segment_purge_free_slots(heap, SIZE_MAX);
+    mm_span_purge(heap, SIZE_MAX, true);
+  }
   mm_segment_cache_purge();
   mm_large_cache_purge();
   return mm_os_released_by_thread - before;

@@ -65,7 +65,7 @@ size_t heap_footprint_base(void) {
 }
 
 void heap_release(void) {
-  void (*mm_collect)(void) = (void (*)(void))dlsym(RTLD_DEFAULT, "mm_collect");
+  size_t (*mm_collect)(void) = (size_t (*)(void))dlsym(RTLD_DEFAULT, "mm_collect");
   int (*trim)(size_t) = (int (*)(size_t))dlsym(RTLD_DEFAULT, "malloc_trim");
   int (*mallctl)(const char *, void *, size_t *, void *, size_t) =
       (int (*)(const char *, void *, size_t *, void *, size_t))dlsym(RTLD_DEFAULT, "mallctl");
