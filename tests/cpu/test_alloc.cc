@@ -1,13 +1,17 @@
 // Behaviour specific to manymalloc beyond the C contracts: every size in turn
 // with content checks, aligned blocks freed by other threads, realloc that
-// stays in place within the usable size, mm_collect with live blocks, free
+// stays in place within the usable size, mm_collect with live blocks and
+// giving back the freed memory of segments still in use, free
 // blocks of a larger class serving a smaller one, and aligned blocks among
 // free blocks of other sizes.
 #include <manymalloc/manymalloc.h>
 
 #include <gtest/gtest.h>
 
+#include <sys/mman.h>
+
 #include <cstdint>
+#include <cstring>
 #include <mutex>
 #include <thread>
 #include <vector>
@@ -137,6 +141,50 @@ TEST(Alloc, CollectKeepsLiveBlocks) {
 // its own, whose heap starts empty, that block is predictable; it must stay
 // as aligned as the smaller class's blocks, and go back to its own page on
 // free.
+// OS pages of [p, p + size) that are resident (size up to 1 MiB). It
+// allocates nothing: a malloc here could fault in a page it counts.
+size_t resident_pages(const void *p, size_t size) {
+  const size_t page = 4096;
+  const uintptr_t from = reinterpret_cast<uintptr_t>(p) / page * page;
+  const size_t count = (reinterpret_cast<uintptr_t>(p) + size - from + page - 1) / page;
+  unsigned char v[257];
+  if (count > sizeof v || mincore(reinterpret_cast<void *>(from), count * page, v) != 0) return 0;
+  size_t n = 0;
+  for (size_t i = 0; i < count; i++) n += v[i] & 1;
+  return n;
+}
+
+// mm_collect gives back what is free in segments that still hold a live
+// block: pages of a class emptied (page slots) and freed span runs; it
+// returns at least that many bytes, and nothing on a second call.
+TEST(Alloc, CollectGivesBackFreedMemoryOfSegmentsInUse) {
+  std::thread([] {
+    void *live_small = mm_malloc(48);  // keeps the small segment in use, in a page of its own class
+    void *live_span = mm_malloc(100 * KiB);  // and the span segment
+    std::vector<void *> small, spans;
+    small.reserve(600);  // the vectors' own buffers stay out of the 4000-byte class
+    spans.reserve(8);
+    for (int i = 0; i < 600; i++) small.push_back(mm_malloc(4000));
+    for (int i = 0; i < 8; i++) spans.push_back(mm_malloc(256 * KiB));
+    for (void *p : small) memset(p, 1, 4000);
+    for (void *p : spans) memset(p, 1, 256 * KiB);
+    size_t freed_resident = 0;
+    for (void *p : small) freed_resident += resident_pages(p, 4000);
+    for (void *p : spans) freed_resident += resident_pages(p, 256 * KiB);
+    ASSERT_GE(freed_resident, 600u + 8 * 64);  // each 4000-byte block touches one or two OS pages
+    for (void *p : small) mm_free(p);
+    for (void *p : spans) mm_free(p);
+    const size_t given = mm_collect();
+    size_t left = 0;
+    for (void *p : small) left += resident_pages(p, 4000);
+    for (void *p : spans) left += resident_pages(p, 256 * KiB);
+    EXPECT_EQ(left, 0u) << "of " << freed_resident << " OS pages";
+    EXPECT_GE(given, 600 * 4000 + 8 * 256 * KiB);
+    mm_free(live_small);
+    mm_free(live_span);
+  }).join();
+}
+
 TEST(Alloc, LargerFreeBlockServesASmallerClass) {
   std::thread([] {
     void *big = mm_malloc(32 * 1024), *pin = mm_malloc(32 * 1024);
