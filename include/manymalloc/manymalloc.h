@@ -48,7 +48,10 @@ void mm_stats_get(mm_stats_t *out);
 void mm_stats_print(FILE *out);
 
 /* Returns free cached memory of the calling thread and the process to the
- * OS; the result is the number of bytes this call gave back. */
+ * OS: empty segments and mappings, the calling thread's empty pages, and
+ * the memory of its free page slots and free span runs of 64 KiB or more.
+ * The result is the size of the address ranges this call unmapped or
+ * purged (some of it may not have been resident); 0 when nothing went. */
 size_t mm_collect(void);
 
 #ifdef __cplusplus
