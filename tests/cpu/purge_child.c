@@ -16,11 +16,12 @@
 #define _GNU_SOURCE
 #include <manymalloc/manymalloc.h>
 
+#include "resident.h"
+
 #include <pthread.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
-#include <sys/mman.h>
 #include <sys/resource.h>
 #include <time.h>
 #include <unistd.h>
@@ -30,14 +31,9 @@
 
 static void *blocks[BLOCKS];
 
-/* KiB of [p, p + size) resident (mincore); 0 where unmapped. */
+/* KiB of [p, p + size) resident; 0 where unmapped. */
 static size_t resident_kib_of(void *p, size_t size) {
-  const size_t page = (size_t)sysconf(_SC_PAGESIZE);
-  static unsigned char pages[4096];
-  size_t kib = 0;
-  if (size / page > sizeof pages || mincore(p, size, pages) != 0) return 0;
-  for (size_t j = 0; j < size / page; j++) kib += (pages[j] & 1) ? page / 1024 : 0;
-  return kib;
+  return resident_pages(p, size) * (MM_TEST_OS_PAGE / 1024);
 }
 
 static size_t resident_kib(void) {

@@ -8,14 +8,13 @@
 
 #include <gtest/gtest.h>
 
-#include <sys/mman.h>
-
 #include <cstdint>
 #include <cstring>
 #include <mutex>
 #include <thread>
 #include <vector>
 
+#include "resident.h"
 #include "tagged_block.h"
 #include "test_sizes.h"
 
@@ -141,19 +140,6 @@ TEST(Alloc, CollectKeepsLiveBlocks) {
 // its own, whose heap starts empty, that block is predictable; it must stay
 // as aligned as the smaller class's blocks, and go back to its own page on
 // free.
-// OS pages of [p, p + size) that are resident (size up to 1 MiB). It
-// allocates nothing: a malloc here could fault in a page it counts.
-size_t resident_pages(const void *p, size_t size) {
-  const size_t page = 4096;
-  const uintptr_t from = reinterpret_cast<uintptr_t>(p) / page * page;
-  const size_t count = (reinterpret_cast<uintptr_t>(p) + size - from + page - 1) / page;
-  unsigned char v[257];
-  if (count > sizeof v || mincore(reinterpret_cast<void *>(from), count * page, v) != 0) return 0;
-  size_t n = 0;
-  for (size_t i = 0; i < count; i++) n += v[i] & 1;
-  return n;
-}
-
 // mm_collect gives back what is free in segments that still hold a live
 // block: pages of a class emptied (page slots) and freed span runs; it
 // returns at least that many bytes, and nothing on a second call.

@@ -12,7 +12,6 @@
 
 #include <gtest/gtest.h>
 
-#include <sys/mman.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -27,6 +26,7 @@
 #include <thread>
 #include <vector>
 
+#include "resident.h"
 #include "tagged_block.h"
 
 using namespace mmtest;
@@ -38,11 +38,7 @@ constexpr size_t kSmall = 48;  // a class of 48-byte blocks: they straddle OS pa
 
 uintptr_t os_page_of(const void *p) { return reinterpret_cast<uintptr_t>(p) / kOsPage; }
 
-bool resident(uintptr_t os_page) {
-  unsigned char v = 0;
-  if (mincore(reinterpret_cast<void *>(os_page * kOsPage), kOsPage, &v) != 0) return false;
-  return (v & 1) != 0;
-}
+bool resident(uintptr_t os_page) { return resident_pages(reinterpret_cast<void *>(os_page * kOsPage), kOsPage) != 0; }
 
 // No two blocks of `blocks` (each `size` bytes) overlap.
 bool disjoint(std::vector<std::pair<uintptr_t, size_t>> blocks) {

@@ -9,7 +9,6 @@
 
 #include <gtest/gtest.h>
 
-#include <sys/mman.h>
 
 #include <chrono>
 #include <cstdio>
@@ -18,6 +17,7 @@
 #include <vector>
 
 #include "block_tag.h"
+#include "resident.h"
 
 using namespace mmtest;
 
@@ -28,10 +28,7 @@ constexpr size_t kSmall = 48;         // blocks that straddle OS pages
 constexpr size_t kBurst = 64;         // MM_SHRINK_BURST
 constexpr double kUnitsPerMs = 0.256; // 1 MiB a second, in OS pages
 
-bool resident(uintptr_t os_page) {
-  unsigned char v = 0;
-  return mincore(reinterpret_cast<void *>(os_page * kOsPage), kOsPage, &v) == 0 && (v & 1) != 0;
-}
+bool resident(uintptr_t os_page) { return resident_pages(reinterpret_cast<void *>(os_page * kOsPage), kOsPage) != 0; }
 
 TEST(ShrinkRate, GrowthFasterThanTheRateGivesBackTheBurstOnly) {
   std::thread([] {
