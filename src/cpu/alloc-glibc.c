@@ -1,12 +1,11 @@
-/* manymalloc cpu: glibc's own allocator entry points, answered by manymalloc.
+/* manymalloc cpu: glibc's own reports and trim, answered by manymalloc.
  *
  * A program that calls malloc_trim, malloc_stats or mallinfo2 under
  * LD_PRELOAD would otherwise reach glibc's allocator, which holds nothing:
- * trimming would give nothing back and mallinfo2 would count nothing.  The
- * __libc_* names are glibc's aliases of malloc and friends; code that calls
- * them directly (allocation hooks, tools) must get our blocks, since free()
- * is ours.  mallopt and malloc_info stay glibc's: their tuning parameters
- * and XML report describe glibc's arenas, and harmlessly so.
+ * trimming would give nothing back and mallinfo2 would count nothing.
+ * (glibc's __libc_* aliases of malloc and friends are in alloc-override.c.)
+ * mallopt and malloc_info stay glibc's: their tuning parameters and XML
+ * report describe glibc's arenas, and harmlessly so.
  * Built only with MANYMALLOC_OVERRIDE. */
 #define _GNU_SOURCE
 #include <limits.h>
@@ -14,14 +13,6 @@
 #include <stdio.h>
 
 #include "internal.h"
-
-MM_EXPORT void *__libc_malloc(size_t size) { return mm_malloc_inline(size); }
-MM_EXPORT void __libc_free(void *p) { mm_free_inline(p); }
-MM_EXPORT void *__libc_calloc(size_t count, size_t size) { return mm_calloc(count, size); }
-MM_EXPORT void *__libc_realloc(void *p, size_t size) { return mm_realloc(p, size); }
-MM_EXPORT void *__libc_memalign(size_t alignment, size_t size) { return mm_memalign(alignment, size); }
-MM_EXPORT void *__libc_valloc(size_t size) { return mm_valloc(size); }
-MM_EXPORT void *__libc_pvalloc(size_t size) { return mm_pvalloc(size); }
 
 /* 1 when memory went back to the OS, as glibc's; `pad` (bytes to leave at
  * the top of the heap) has no meaning for segments and is ignored. */

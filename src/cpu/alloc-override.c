@@ -1,5 +1,6 @@
-/* manymalloc cpu: the standard names (malloc, free, ...), exported so that
- * the library replaces the C library's allocator when preloaded or linked.
+/* manymalloc cpu: the standard names (malloc, free, ...) and glibc's
+ * __libc_* aliases of them, exported so that the library replaces the C
+ * library's allocator when preloaded or linked.
  * Built only with MANYMALLOC_OVERRIDE.  malloc and free inline the fast
  * paths; the rest forward to the mm_* functions.  C++ operator new and
  * delete reach us through malloc and free (libstdc++ calls them). */
@@ -20,3 +21,14 @@ MM_EXPORT void *memalign(size_t alignment, size_t size) { return mm_memalign(ali
 MM_EXPORT void *valloc(size_t size) { return mm_valloc(size); }
 MM_EXPORT void *pvalloc(size_t size) { return mm_pvalloc(size); }
 MM_EXPORT size_t malloc_usable_size(void *p) { return mm_usable_size(p); }
+
+/* glibc's own names for the same functions: code that calls them directly
+ * (allocation hooks, tools) must get our blocks, since free() is ours. */
+#define MM_ALIAS(name) __attribute__((alias(#name), visibility("default")))
+void *__libc_malloc(size_t size) MM_ALIAS(malloc);
+void __libc_free(void *p) MM_ALIAS(free);
+void *__libc_calloc(size_t count, size_t size) MM_ALIAS(calloc);
+void *__libc_realloc(void *p, size_t size) MM_ALIAS(realloc);
+void *__libc_memalign(size_t alignment, size_t size) MM_ALIAS(memalign);
+void *__libc_valloc(size_t size) MM_ALIAS(valloc);
+void *__libc_pvalloc(size_t size) MM_ALIAS(pvalloc);
