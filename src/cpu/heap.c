@@ -390,7 +390,10 @@ void mm_heap_delayed_drain(mm_heap_t *heap) {
  * (and empty segments, retired ones too, to the cache), except the one page
  * per class that mm_page_retire keeps, which goes too with release_all.
  * The kept empty span segment goes in any case: an orphaned heap must not
- * hold one. */
+ * hold one.  With release_all (mm_collect) the resident memory of free page
+ * slots and of free span runs (of MM_SPAN_PURGE_MIN units and more) goes
+ * back to the OS as well; an exiting thread hands its retired segments
+ * over instead. */
 void mm_heap_collect(mm_heap_t *heap, bool release_all) {
   mm_heap_delayed_drain(heap);
   for (mm_page_t *page = heap->full.first, *next; page != NULL; page = next) {
@@ -410,8 +413,13 @@ void mm_heap_collect(mm_heap_t *heap, bool release_all) {
     }
   }
   mm_span_collect(heap);
-  if (release_all) mm_segment_retired_release(heap);
-  else mm_segment_retired_hand_over(heap); /* the thread exits: its successors may want them */
+  if (release_all) {
+    mm_segment_retired_release(heap);
+    mm_segment_purge_free_slots(heap, SIZE_MAX);
+    mm_span_purge(heap, SIZE_MAX, true);
+  } else {
+    mm_segment_retired_hand_over(heap); /* the thread exits: its successors may want them */
+  }
   heap->purge_due = 0;
   mm_stats_count_heap(heap);
 }

@@ -109,11 +109,7 @@ __attribute__((destructor)) static void mm_process_done(void) {
 MM_EXPORT size_t mm_collect(void) {
   size_t before = mm_os_released_by_thread;
   mm_heap_t *heap = mm_heap_tls;
-  if (heap != &mm_heap_empty) {
-    mm_heap_collect(heap, true);
-    mm_segment_purge_free_slots(heap, SIZE_MAX);
-    mm_span_purge(heap, SIZE_MAX, true);
-  }
+  if (heap != &mm_heap_empty) mm_heap_collect(heap, true);
   mm_segment_cache_purge();
   mm_large_cache_purge();
   return mm_os_released_by_thread - before;
