@@ -8,8 +8,13 @@
 
 #include "internal.h"
 
-MM_EXPORT void *malloc(size_t size) { return mm_malloc_inline(size); }
-MM_EXPORT void free(void *p) { mm_free_inline(p); }
+/* The two hottest functions start on a cache line of their own, so that
+ * their fast paths sit in the same fetch blocks whatever the code around
+ * them (a change elsewhere once moved malloc 16 bytes before a 4 KiB
+ * boundary and cost a churn benchmark 3%). */
+#define MM_HOT __attribute__((aligned(64)))
+MM_EXPORT MM_HOT void *malloc(size_t size) { return mm_malloc_inline(size); }
+MM_EXPORT MM_HOT void free(void *p) { mm_free_inline(p); }
 MM_EXPORT void *calloc(size_t count, size_t size) { return mm_calloc(count, size); }
 MM_EXPORT void *realloc(void *p, size_t size) { return mm_realloc(p, size); }
 MM_EXPORT void *reallocarray(void *p, size_t count, size_t size) { return mm_reallocarray(p, count, size); }
