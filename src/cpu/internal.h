@@ -105,6 +105,7 @@ void mm_segment_cache_init(void);
 void mm_segment_cache_purge(void);
 void mm_segment_purge_expired(mm_heap_t *heap, uint64_t now);
 void mm_segment_retired_release(mm_heap_t *heap);
+bool mm_segment_retired_resident(const mm_heap_t *heap, unsigned kind);
 void mm_segment_retired_hand_over(mm_heap_t *heap);
 void mm_segment_warm_expire(uint64_t now, bool all);
 extern uintptr_t mm_segment_warm_due; /* ms: exited threads' segments next due to go back; 0: none */
