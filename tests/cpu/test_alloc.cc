@@ -1,7 +1,8 @@
 // Behaviour specific to manymalloc beyond the C contracts: every size in turn
 // with content checks, aligned blocks freed by other threads, realloc that
 // stays in place within the usable size, mm_collect with live blocks and
-// giving back the freed memory of segments still in use, free
+// giving back the freed memory of segments still in use, a retired segment
+// serving a new page before a slot never touched, free
 // blocks of a larger class serving a smaller one, and aligned blocks among
 // free blocks of other sizes.
 #include <manymalloc/manymalloc.h>
@@ -168,6 +169,48 @@ TEST(Alloc, CollectGivesBackFreedMemoryOfSegmentsInUse) {
     EXPECT_GE(given, 600 * 4000 + 8 * 256 * KiB);
     mm_free(live_small);
     mm_free(live_span);
+  }).join();
+}
+
+// A retired segment is resident: a new page takes it before a slot of a
+// segment in use that was never touched.  16 KiB blocks fill the thread's
+// first segment (which also holds what the thread allocated before), a
+// second one and five pages of a third; the third's pages each lose a block,
+// so that the class has pages enough and keeps none of the second's as a
+// spare; freeing the second segment's blocks retires it.  A page of 1792 B
+// blocks (a class that borrows no block of a larger one) then comes from the
+// retired segment, not from the third's sixth slot.  The test's own arrays
+// are allocated first, so that they lie in the first segment.
+TEST(Alloc, RetiredSegmentServesBeforeUntouchedSlot) {
+  std::thread([] {
+    constexpr size_t kBlock = 16 * KiB, kOther = 1792, kMax = 1024;
+    mm_collect();  // segments left by earlier cases go back: the ones below are fresh
+    auto segment_of = [](void *p) { return (reinterpret_cast<uintptr_t>(p) - 1) & ~(4 * MiB - 1); };
+    std::vector<void *> blocks(kMax, nullptr);
+    std::vector<size_t> segment_start;  // index in `blocks` where each segment's blocks start
+    segment_start.reserve(8);
+    for (size_t n = 0; segment_start.size() < 3 || n - segment_start[2] < 60; n++) {
+      ASSERT_LT(n, kMax);
+      blocks[n] = mm_malloc(kBlock);
+      ASSERT_NE(blocks[n], nullptr);
+      memset(blocks[n], 1, kBlock);
+      if (n == 0 || segment_of(blocks[n]) != segment_of(blocks[n - 1])) segment_start.push_back(n);
+    }
+    ASSERT_EQ(segment_start.size(), 3u) << "blocks of one class fill one segment after the other";
+    for (size_t i = segment_start[2]; i < kMax && blocks[i] != nullptr; i += 15) {
+      mm_free(blocks[i]);
+      blocks[i] = nullptr;
+    }
+    const uintptr_t retired = segment_of(blocks[segment_start[1]]);
+    for (size_t i = segment_start[1]; i < segment_start[2]; i++) {
+      mm_free(blocks[i]);
+      blocks[i] = nullptr;
+    }
+    void *p = mm_malloc(kOther);
+    ASSERT_NE(p, nullptr);
+    EXPECT_EQ(segment_of(p), retired) << "the new page should come from the retired segment";
+    mm_free(p);
+    for (void *q : blocks) mm_free(q);
   }).join();
 }
 

@@ -2,7 +2,9 @@
 // split on malloc and merge with their free neighbours on free, resize in
 // place on realloc, keep any alignment up to 128 KiB, and come back to their
 // owner when other threads free them.  Each case that predicts addresses runs
-// in a thread of its own, whose heap starts with no span segment.
+// in a thread of its own, whose heap starts with no span segment: CTest runs
+// every case in a process of its own (run together, as with --gtest_shuffle,
+// a case may adopt the heap an earlier one left).
 #include <manymalloc/manymalloc.h>
 
 #include <gtest/gtest.h>
@@ -10,12 +12,14 @@
 
 #include <atomic>
 #include <cstdint>
+#include <cstring>
 #include <mutex>
 #include <random>
 #include <thread>
 #include <vector>
 
 #include "block_tag.h"
+#include "resident.h"
 #include "test_sizes.h"
 
 using namespace mmtest;
@@ -121,6 +125,38 @@ TEST(Span, FreshSegmentTouchesFewHeaderPages) {
     for (unsigned char r : resident) pages += r & 1;
     EXPECT_LE(pages, 2u) << "header pages resident for one block";
     mm_free(p);
+  }).join();
+}
+
+// A retired span segment is resident: a block that untouched memory would
+// serve comes from it instead.  Segments A, B and C each hold six blocks of
+// 600 KiB (150 of their 992 units) and keep 92 units never touched.  C
+// empties first and is kept as the heap's empty segment; B empties next and
+// is retired; six new blocks fill C again.  A block of 300 KiB then fits only
+// in the untouched ends of A and C, or in B.
+TEST(Span, RetiredSegmentServesBeforeUntouchedMemory) {
+  std::thread([] {
+    constexpr size_t kBlock = 600 * KiB, kSmall = 300 * KiB;
+    std::vector<void *> a, b, c;
+    for (auto *segment : {&a, &b, &c}) {
+      for (int i = 0; i < 6; i++) {
+        void *p = mm_malloc(kBlock);
+        ASSERT_NE(p, nullptr);
+        memset(p, 1, kBlock);
+        segment->push_back(p);
+      }
+    }
+    const uintptr_t segment_b = (reinterpret_cast<uintptr_t>(b[0]) - 1) & ~(4 * MiB - 1);
+    for (void *p : c) mm_free(p);
+    for (void *p : b) mm_free(p);
+    for (void *&p : c) p = mm_malloc(kBlock);
+    void *p = mm_malloc(kSmall);
+    ASSERT_NE(p, nullptr);
+    EXPECT_EQ((reinterpret_cast<uintptr_t>(p) - 1) & ~(4 * MiB - 1), segment_b) << "the block should come from the retired segment";
+    EXPECT_EQ(resident_pages(p, kSmall), kSmall / kUnit) << "its memory should be resident before it is written";
+    mm_free(p);
+    for (auto *segment : {&a, &c})
+      for (void *q : *segment) mm_free(q);
   }).join();
 }
 
