@@ -313,7 +313,7 @@ static size_t mm_heap_in_use(const mm_heap_t *heap) {
  * process to flush its TLB, and their faults meet in the kernel (W2 at 16
  * threads took 1.5x tcmalloc's time with pages shrinking, 0.9x without).
  * So the heap is at its peak only while at most MANYMALLOC_SHRINK_THREADS
- * threads (2) have heaps (docs/cpu-design.md, "Giving memory back as the
+ * threads (1) have heaps (docs/cpu-design.md, "Giving memory back as the
  * heap grows"). */
 void mm_heap_give_back_growth(mm_heap_t *heap) {
   size_t want = heap->grown, in_use = mm_heap_in_use(heap);

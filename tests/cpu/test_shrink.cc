@@ -146,7 +146,7 @@ TEST(Shrink, FreeOsPagesGoBackWhenAnotherClassGrows) {
 // (CTest sets it for this program), else the default.
 size_t shrink_thread_limit() {
   const char *env = std::getenv("MANYMALLOC_SHRINK_THREADS");
-  return env != nullptr ? std::strtoul(env, nullptr, 10) : 2;
+  return env != nullptr ? std::strtoul(env, nullptr, 10) : 1;
 }
 
 // `n` threads that take a heap and wait until this object goes.
