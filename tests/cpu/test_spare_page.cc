@@ -4,7 +4,10 @@
 // the spare back.  A program of its own: the peak case needs a heap whose
 // statistics only its own blocks moved (a thread that freed other threads'
 // blocks counts them out of its heap, and a later thread may adopt that
-// heap), which the other programs' cases do not leave.
+// heap), which the other programs' cases do not leave.  Each case runs in a
+// thread of its own beside main's, so CTest runs the program with
+// MANYMALLOC_SHRINK_THREADS=2 (the heap is at its peak only while at most
+// that many threads have heaps).
 #include <manymalloc/manymalloc.h>
 
 #include <gtest/gtest.h>
