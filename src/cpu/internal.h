@@ -108,7 +108,8 @@ void mm_segment_retired_release(mm_heap_t *heap);
 bool mm_segment_retired_resident(const mm_heap_t *heap, unsigned kind);
 void mm_segment_retired_hand_over(mm_heap_t *heap);
 void mm_segment_warm_expire(uint64_t now, bool all);
-extern uintptr_t mm_segment_warm_due; /* ms: exited threads' segments next due to go back; 0: none */
+void mm_segment_warm_schedule(uint64_t at);
+extern uintptr_t mm_segment_warm_due; /* ms: exited threads' segments or cached large mappings next due to go back; 0: none */
 uint8_t *mm_segment_page_area(const mm_segment_t *seg, size_t index, size_t *size);
 
 /* ---- span.c ---- */
@@ -127,6 +128,7 @@ void *mm_large_alloc(size_t size, size_t alignment, bool zero);
 void mm_large_cache_init(void);
 void mm_large_cache_purge(void);
 void mm_large_free(mm_segment_t *seg);
+void mm_large_cache_expire(uint64_t now);
 void *mm_large_realloc(mm_segment_t *seg, void *p, size_t size);
 
 /* ---- alloc.c / free.c slow paths ---- */

@@ -10,7 +10,11 @@
  * lock-free FIFO; the next large block takes one and resizes it with
  * mremap, so the pages it keeps need not be faulted in again (a program
  * that grows and frees big arrays in a loop otherwise pays a fault per
- * 4 KiB every time).  calloc never takes one: fresh mappings are zero. */
+ * 4 KiB every time).  calloc never takes one: fresh mappings are zero.
+ * A mapping still cached MANYMALLOC_PURGE_DELAY ms after its free goes
+ * back to the OS at the next slow path of any thread, like the segments of
+ * exited threads (mm_segment_warm_expire): before, a freed block of 8 MiB
+ * stayed resident until mm_collect or exit. */
 #include <errno.h>
 
 #include "internal.h"
@@ -79,10 +83,26 @@ void *mm_large_alloc(size_t size, size_t alignment, bool zero) {
 void mm_large_free(mm_segment_t *seg) {
   mm_stats_large(-1, -(intptr_t)seg->block_size);
   mm_checked_on_unmap(seg, true);
-  if (seg->block_offset == MM_LARGE_OFFSET && seg->mapped_size <= MM_LARGE_CACHE_MAX &&
-      mm_seq_fifo_push(&mm_large_cache, (uintptr_t)seg))
-    return;
+  if (seg->block_offset == MM_LARGE_OFFSET && seg->mapped_size <= MM_LARGE_CACHE_MAX) {
+    seg->purge_at = mm_os_clock_ms() + mm_options.purge_delay;
+    if (mm_seq_fifo_push(&mm_large_cache, (uintptr_t)seg)) {
+      if (mm_options.purge) mm_segment_warm_schedule(seg->purge_at);
+      return;
+    }
+  }
   mm_os_free(seg, seg->mapped_size);
+}
+
+/* Returns the cached mappings whose delay is over at `now` to the OS;
+ * called once mm_segment_warm_due has come (mm_segment_warm_expire). */
+void mm_large_cache_expire(uint64_t now) {
+  if (!mm_options.purge) return; /* MANYMALLOC_PURGE=0: keep everything committed */
+  uintptr_t cached;
+  for (size_t n = MM_LARGE_CACHE; n > 0 && mm_seq_fifo_pop(&mm_large_cache, &cached); n--) {
+    mm_segment_t *seg = (mm_segment_t *)cached;
+    if (seg->purge_at <= now || !mm_seq_fifo_push(&mm_large_cache, cached)) mm_os_free(seg, seg->mapped_size);
+    else mm_segment_warm_schedule(seg->purge_at);
+  }
 }
 
 /* Grows or shrinks in place when the mapping allows, else moves the pages

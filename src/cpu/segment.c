@@ -229,7 +229,7 @@ void mm_segment_retired_release(mm_heap_t *heap) {
 }
 
 /* Makes mm_segment_warm_due at most `at`. */
-static void mm_segment_warm_schedule(uint64_t at) {
+void mm_segment_warm_schedule(uint64_t at) {
   uintptr_t due = mm_atomic_load_relaxed(&mm_segment_warm_due);
   while ((due == 0 || at < due) && !mm_atomic_cas(&mm_segment_warm_due, &due, (uintptr_t)at)) {}
 }
@@ -246,12 +246,14 @@ void mm_segment_retired_hand_over(mm_heap_t *heap) {
   heap->retired_count = 0;
 }
 
-/* Releases the handed-over segments whose delay is over (or all of them),
- * once mm_segment_warm_due has come; one thread at a time does it. */
+/* Releases the handed-over segments and the cached large mappings whose
+ * delay is over (or all of the segments), once mm_segment_warm_due has
+ * come; one thread at a time does it. */
 void mm_segment_warm_expire(uint64_t now, bool all) {
   uintptr_t due = mm_atomic_load_relaxed(&mm_segment_warm_due);
   if (due == 0 || (now < due && !all)) return;
   if (!mm_atomic_cas(&mm_segment_warm_due, &due, 0)) return;
+  mm_large_cache_expire(now);
   for (unsigned k = 0; k < MM_SEGMENT_KINDS_CARVED; k++) {
     mm_seq_fifo_t *warm = &mm_segment_warm[k];
     uintptr_t cached;

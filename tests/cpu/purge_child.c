@@ -12,7 +12,9 @@
  * prints the page faults that second thread took.  `purge_child growth`
  * frees 3 MiB of spans, grows the span after them in place over fresh
  * memory from 256 KiB to 896 KiB, 64 KiB at a time, and prints the KiB of the
- * freed 3 MiB still resident. */
+ * freed 3 MiB still resident.  `purge_child large` allocates, writes and
+ * frees one block of 6 MiB (a mapping of its own, which the cache of large
+ * mappings keeps) and prints the same three counts for it. */
 #define _GNU_SOURCE
 #include <manymalloc/manymalloc.h>
 
@@ -91,9 +93,32 @@ static int growth(void) {
   return 0;
 }
 
+static void pause_then_slow_path(size_t size) {
+  nanosleep(&(struct timespec){.tv_nsec = 200 * 1000 * 1000}, NULL);
+  mm_free(mm_malloc(size)); /* the first block of its class: a slow path, where memory whose delay is over goes back */
+}
+
+static int large(void) {
+  const size_t size = (size_t)6 << 20;
+  void *heap_first = mm_malloc(16); /* the heap and its segment exist before the block, not after it */
+  char *p = mm_malloc(size);
+  if (heap_first == NULL || p == NULL) return 2;
+  memset(p, 0x5a, size);
+  mm_free(p);
+  size_t after_free = resident_kib_of(p, size);
+  pause_then_slow_path(5000);
+  size_t after_delay = resident_kib_of(p, size);
+  mm_collect();
+  size_t after_collect = resident_kib_of(p, size);
+  printf("%zu %zu %zu\n", after_free, after_delay, after_collect);
+  mm_free(heap_first);
+  return 0;
+}
+
 int main(int argc, char **argv) {
   const char *mode = argc > 1 ? argv[1] : "";
   if (strcmp(mode, "growth") == 0) return growth();
+  if (strcmp(mode, "large") == 0) return large();
   bool threaded = strcmp(mode, "thread") == 0 || strcmp(mode, "reuse") == 0;
   if ((threaded ? in_thread(fill_and_free, NULL) : fill_and_free(NULL)) == NULL) return 2;
   if (strcmp(mode, "reuse") == 0) {
@@ -103,8 +128,7 @@ int main(int argc, char **argv) {
     return 0;
   }
   size_t after_free = resident_kib();
-  nanosleep(&(struct timespec){.tv_nsec = 200 * 1000 * 1000}, NULL);
-  mm_free(mm_malloc(64 * 1024));
+  pause_then_slow_path(64 * 1024);
   size_t after_delay = resident_kib();
   mm_collect();
   size_t after_collect = resident_kib();

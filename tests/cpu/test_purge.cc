@@ -109,6 +109,23 @@ TEST(Purge, GrowthGivesBackOnlyItsOwnSizeWithManyThreads) {
   EXPECT_LE(kib, 3072u - 640 + 64) << "gave back less than it grew";
 }
 
+// A freed block of 6 MiB waits in the cache of large mappings for the next
+// large block, resident; once the delay is over it goes back to the OS.
+constexpr size_t kLargeKib = 6 * 1024;
+
+TEST(Purge, CachedLargeBlockGoesBackAfterTheDelay) {
+  const Resident kib = run_child({}, "large");
+  EXPECT_GE(kib.after_free, kLargeKib - 64) << "the cache should keep the freed mapping";
+  EXPECT_EQ(kib.after_delay, 0u) << "the cached mapping should go back after the delay";
+  EXPECT_EQ(kib.after_collect, 0u);
+}
+
+TEST(Purge, LongDelayKeepsACachedLargeBlockUntilCollect) {
+  const Resident kib = run_child({"MANYMALLOC_PURGE_DELAY=3600000"}, "large");
+  EXPECT_GE(kib.after_delay, kLargeKib - 64) << "given back before its delay";
+  EXPECT_EQ(kib.after_collect, 0u);
+}
+
 TEST(Purge, PurgeOffKeepsFreedMemory) {
   const Resident kib = run_child({"MANYMALLOC_PURGE=0", "MANYMALLOC_PURGE_DELAY=0"});
   EXPECT_GE(kib.after_delay, kFreedKib - 64);
