@@ -84,7 +84,7 @@ void mm_large_free(mm_segment_t *seg) {
   mm_stats_large(-1, -(intptr_t)seg->block_size);
   mm_checked_on_unmap(seg, true);
   if (seg->block_offset == MM_LARGE_OFFSET && seg->mapped_size <= MM_LARGE_CACHE_MAX) {
-    seg->purge_at = mm_os_clock_ms() + mm_options.purge_delay;
+    if (mm_options.purge) seg->purge_at = mm_os_clock_ms() + mm_options.purge_delay; /* before another thread may pop it */
     if (mm_seq_fifo_push(&mm_large_cache, (uintptr_t)seg)) {
       if (mm_options.purge) mm_segment_warm_schedule(seg->purge_at);
       return;

@@ -276,9 +276,9 @@ void *mm_span_alloc(mm_heap_t *heap, size_t size, size_t alignment) {
   size_t units = mm_span_units_for(size);
   size_t slack = alignment > MM_SPAN_UNIT ? (alignment >> MM_SPAN_SHIFT) - 1 : 0;
   mm_span_t *run = mm_span_find(heap, units + slack);
-  /* memory not resident comes second to a retired segment, which is */
-  bool fresh = run == NULL || (run->resident < units + slack && mm_segment_retired_resident(heap, MM_SEGMENT_SPAN));
-  if (fresh && mm_span_segment_new(heap)) run = mm_span_find(heap, units + slack);
+  /* a run not resident comes second to a retired segment, which is */
+  bool new_segment = run == NULL || (run->resident < units + slack && mm_segment_retired_resident(heap, MM_SEGMENT_SPAN));
+  if (new_segment && mm_span_segment_new(heap)) run = mm_span_find(heap, units + slack);
   if (run == NULL) return NULL;
   mm_segment_t *seg = mm_segment_of(run);
   mm_span_t *all = mm_span_units(seg);
