@@ -136,14 +136,9 @@ TEST(Alloc, CollectKeepsLiveBlocks) {
   for (const Block &b : kept) mm_free(b.p);
 }
 
-// Before a class of 18-32 KiB blocks grows the heap, a free block of a
-// larger class of pages serves it (heap.c, mm_heap_borrow).  In a thread of
-// its own, whose heap starts empty, that block is predictable; it must stay
-// as aligned as the smaller class's blocks, and go back to its own page on
-// free.
 // mm_collect gives back what is free in segments that still hold a live
 // block: pages of a class emptied (page slots) and freed span runs; it
-// returns at least that many bytes, and nothing on a second call.
+// returns at least that many bytes.
 TEST(Alloc, CollectGivesBackFreedMemoryOfSegmentsInUse) {
   std::thread([] {
     void *live_small = mm_malloc(48);  // keeps the small segment in use, in a page of its own class
@@ -214,6 +209,11 @@ TEST(Alloc, RetiredSegmentServesBeforeUntouchedSlot) {
   }).join();
 }
 
+// Before a class of 18-32 KiB blocks grows the heap, a free block of a
+// larger class of pages serves it (heap.c, mm_heap_borrow).  In a thread of
+// its own, whose heap starts empty, that block is predictable; it must stay
+// as aligned as the smaller class's blocks, and go back to its own page on
+// free.
 TEST(Alloc, LargerFreeBlockServesASmallerClass) {
   std::thread([] {
     void *big = mm_malloc(32 * 1024), *pin = mm_malloc(32 * 1024);

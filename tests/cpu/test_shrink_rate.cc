@@ -2,14 +2,13 @@
 // its pages give back at most MM_SHRINK_BURST OS pages at once and then
 // MANYMALLOC_SHRINK_RATE MiB a second.  CTest runs this program with a rate
 // of 1 MiB a second, and pages shrinking with two threads (main's and the
-// case's; MANYMALLOC_SHRINK_THREADS=2): a heap that grows fast after freeing many OS pages'
-// worth of blocks gives back the burst, then little more, however much it
-// grows; what stays resident keeps its blocks, and nothing is handed out
-// twice.
+// case's; MANYMALLOC_SHRINK_THREADS=2): a heap that grows fast after freeing
+// many OS pages' worth of blocks gives back the burst, then little more,
+// however much it grows; what stays resident keeps its blocks, and nothing
+// is handed out twice.
 #include <manymalloc/manymalloc.h>
 
 #include <gtest/gtest.h>
-
 
 #include <chrono>
 #include <cstdio>

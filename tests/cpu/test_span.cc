@@ -137,6 +137,7 @@ TEST(Span, FreshSegmentTouchesFewHeaderPages) {
 TEST(Span, RetiredSegmentServesBeforeUntouchedMemory) {
   std::thread([] {
     constexpr size_t kBlock = 600 * KiB, kSmall = 300 * KiB;
+    auto segment_of = [](void *p) { return (reinterpret_cast<uintptr_t>(p) - 1) & ~(4 * MiB - 1); };
     std::vector<void *> a, b, c;
     for (auto *segment : {&a, &b, &c}) {
       for (int i = 0; i < 6; i++) {
@@ -146,13 +147,13 @@ TEST(Span, RetiredSegmentServesBeforeUntouchedMemory) {
         segment->push_back(p);
       }
     }
-    const uintptr_t segment_b = (reinterpret_cast<uintptr_t>(b[0]) - 1) & ~(4 * MiB - 1);
+    const uintptr_t segment_b = segment_of(b[0]);
     for (void *p : c) mm_free(p);
     for (void *p : b) mm_free(p);
     for (void *&p : c) p = mm_malloc(kBlock);
     void *p = mm_malloc(kSmall);
     ASSERT_NE(p, nullptr);
-    EXPECT_EQ((reinterpret_cast<uintptr_t>(p) - 1) & ~(4 * MiB - 1), segment_b) << "the block should come from the retired segment";
+    EXPECT_EQ(segment_of(p), segment_b) << "the block should come from the retired segment";
     EXPECT_EQ(resident_pages(p, kSmall), kSmall / kUnit) << "its memory should be resident before it is written";
     mm_free(p);
     for (auto *segment : {&a, &c})
