@@ -2,15 +2,16 @@
 // split on malloc and merge with their free neighbours on free, resize in
 // place on realloc, keep any alignment up to 128 KiB, and come back to their
 // owner when other threads free them.  Each case that predicts addresses runs
-// in a thread of its own, whose heap starts with no span segment: CTest runs
-// every case in a process of its own (run together, as with --gtest_shuffle,
-// a case may adopt the heap an earlier one left).
+// in a process started afresh for it (in_fresh_process), whose heap starts
+// with no span segment, whichever cases ran before it.
 #include <manymalloc/manymalloc.h>
 
 #include <gtest/gtest.h>
 #include <sys/mman.h>
 
 #include <atomic>
+#include <cstdio>
+#include <cstdlib>
 #include <cstdint>
 #include <cstring>
 #include <mutex>
@@ -30,9 +31,39 @@ constexpr size_t kUnit = 4096;
 
 char *at(void *p, size_t offset) { return static_cast<char *>(p) + offset; }
 
+// The failures of the running case, on stderr: a death test's child prints
+// no results of its own, and its parent shows what it wrote there.
+int report_failures() {
+  const ::testing::TestResult &result = *::testing::UnitTest::GetInstance()->current_test_info()->result();
+  int failures = 0;
+  for (int i = 0; i < result.total_part_count(); i++) {
+    const ::testing::TestPartResult &part = result.GetTestPartResult(i);
+    if (!part.failed()) continue;
+    std::fprintf(stderr, "%s:%d: %s\n", part.file_name(), part.line_number(), part.message());
+    failures++;
+  }
+  return failures;
+}
+
+// Runs body() in a thread of a process of its own: GoogleTest's "threadsafe"
+// death-test style executes the test program again for this case alone, so
+// no segment, cached mapping or orphaned heap of an earlier case is there
+// to be reused.
+template <typename Body>
+void in_fresh_process(Body body) {
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  EXPECT_EXIT(
+      {
+        std::thread(body).join();
+        std::_Exit(report_failures() > 0 ? 1 : 0);
+      },
+      ::testing::ExitedWithCode(0), "")
+      << "the case failed in its own process: its failures are under \"Actual msg\"";
+}
+
 // Two freed neighbours merge into one run that serves a size neither could.
 TEST(Span, FreedNeighboursMergeAndSplit) {
-  std::thread([] {
+  in_fresh_process([] {
     void *a = mm_malloc(64 * KiB), *b = mm_malloc(64 * KiB), *pin = mm_malloc(64 * KiB);
     ASSERT_NE(a, nullptr);
     EXPECT_EQ(b, at(a, 64 * KiB)) << "runs are carved in address order";
@@ -47,13 +78,13 @@ TEST(Span, FreedNeighboursMergeAndSplit) {
     EXPECT_EQ(e, at(a, 92 * KiB)) << "the 36 KiB left of the split run should serve 33 KiB";
     EXPECT_EQ(mm_malloc_usable_size(e), size_t(36 * KiB));
     for (void *p : {c, d, e, pin}) mm_free(p);
-  }).join();
+  });
 }
 
 // realloc grows a run into the free run after it and shrinks it in place,
 // keeping its content; the freed tail serves the next block.
 TEST(Span, ReallocResizesInPlace) {
-  std::thread([] {
+  in_fresh_process([] {
     void *a = mm_malloc(40 * KiB);
     ASSERT_NE(a, nullptr);
     tag_fill(a, 40 * KiB, tag_make(1, 1), TagSpan::all);
@@ -72,7 +103,7 @@ TEST(Span, ReallocResizesInPlace) {
     EXPECT_TRUE(tag_check(blocked, 50 * KiB, tag_make(1, 2), TagSpan::all));
     mm_free(blocked);
     mm_free(next);
-  }).join();
+  });
 }
 
 // A block that realloc grows past 4 KiB moves into a span, and from then
@@ -80,7 +111,7 @@ TEST(Span, ReallocResizesInPlace) {
 // and going beside it (the malloc-lab realloc traces' pattern); shrinking
 // it back under 4 KiB moves it to a class again.
 TEST(Span, GrowingReallocMovesOnceThenGrowsInPlace) {
-  std::thread([] {
+  in_fresh_process([] {
     size_t size = 3000;
     char *p = static_cast<char *>(mm_malloc(size));
     ASSERT_NE(p, nullptr);
@@ -104,7 +135,7 @@ TEST(Span, GrowingReallocMovesOnceThenGrowsInPlace) {
     EXPECT_NE(shrunk, p) << "a block under 4 KiB belongs to a class";
     EXPECT_LT(mm_malloc_usable_size(shrunk), kUnit);
     mm_free(shrunk);
-  }).join();
+  });
 }
 
 // A span segment's header holds a descriptor for each of its 992 units, but
@@ -113,7 +144,7 @@ TEST(Span, GrowingReallocMovesOnceThenGrowsInPlace) {
 // no last descriptor (no run after it merges backwards), so its last OS page
 // stays untouched.
 TEST(Span, FreshSegmentTouchesFewHeaderPages) {
-  std::thread([] {
+  in_fresh_process([] {
     char *p = static_cast<char *>(mm_malloc(64 * KiB));
     ASSERT_NE(p, nullptr);
     p[0] = 1;
@@ -125,7 +156,7 @@ TEST(Span, FreshSegmentTouchesFewHeaderPages) {
     for (unsigned char r : resident) pages += r & 1;
     EXPECT_LE(pages, 2u) << "header pages resident for one block";
     mm_free(p);
-  }).join();
+  });
 }
 
 // A retired span segment is resident: a block that untouched memory would
@@ -135,7 +166,7 @@ TEST(Span, FreshSegmentTouchesFewHeaderPages) {
 // is retired; six new blocks fill C again.  A block of 300 KiB then fits only
 // in the untouched ends of A and C, or in B.
 TEST(Span, RetiredSegmentServesBeforeUntouchedMemory) {
-  std::thread([] {
+  in_fresh_process([] {
     constexpr size_t kBlock = 600 * KiB, kSmall = 300 * KiB;
     auto segment_of = [](void *p) { return (reinterpret_cast<uintptr_t>(p) - 1) & ~(4 * MiB - 1); };
     std::vector<void *> a, b, c;
@@ -158,7 +189,7 @@ TEST(Span, RetiredSegmentServesBeforeUntouchedMemory) {
     mm_free(p);
     for (auto *segment : {&a, &c})
       for (void *q : *segment) mm_free(q);
-  }).join();
+  });
 }
 
 // Every alignment up to 128 KiB, over free runs left by blocks of other sizes.
