@@ -2,12 +2,14 @@
 // holds OS pages of free blocks only, those go back to the OS, the page
 // holds their blocks out of its free list, and links them again before it
 // carves further.  The blocks still in use keep their bytes, and no block
-// is handed out twice.  Each case runs in a thread of its own, so that its
-// heap is fresh (or an adopted one that holds nothing live).  Pages shrink
-// only while few threads have heaps; CTest runs this program with
-// MANYMALLOC_SHRINK_THREADS=9, the threads of the stress case and main, and
-// with MANYMALLOC_SHRINK_RATE=0, so that what pages give back does not
-// depend on how fast the machine runs (test_shrink_rate.cc has the bound).
+// is handed out twice.  Each case that counts what went back runs in a
+// process started afresh for it (fresh_process.h): a heap adopted from an
+// earlier case would keep that case's highest use, and pages shrink only at
+// a heap's peak.  Pages shrink only while few threads have heaps; CTest runs
+// this program with MANYMALLOC_SHRINK_THREADS=9, the threads of the stress
+// case and main, and with MANYMALLOC_SHRINK_RATE=0, so that what pages give
+// back does not depend on how fast the machine runs (test_shrink_rate.cc has
+// the bound).
 #include <manymalloc/manymalloc.h>
 
 #include <gtest/gtest.h>
@@ -26,6 +28,7 @@
 #include <thread>
 #include <vector>
 
+#include "fresh_process.h"
 #include "resident.h"
 #include "tagged_block.h"
 
@@ -97,7 +100,7 @@ void grow_after_frees(GrowthAfterFrees &g) {
 // small class again and expects the held-out blocks to serve it before new
 // memory, with every byte intact.
 TEST(Shrink, FreeOsPagesGoBackWhenAnotherClassGrows) {
-  std::thread([] {
+  in_fresh_process([] { std::thread([] {
     GrowthAfterFrees g;
     grow_after_frees(g);
     if (::testing::Test::HasFatalFailure()) return;
@@ -139,7 +142,7 @@ TEST(Shrink, FreeOsPagesGoBackWhenAnotherClassGrows) {
       EXPECT_TRUE(tag_check(big[i], 1024, tag_make(2, uint32_t(i)), TagSpan::all)) << i;
       mm_free(big[i]);
     }
-  }).join();
+  }).join(); });
 }
 
 // The most threads with heaps for which pages shrink: MANYMALLOC_SHRINK_THREADS
@@ -195,35 +198,41 @@ ShrinkProbe shrink_probe_in_new_thread() {
 // With more threads holding heaps than the limit, pages do not shrink: the
 // emptied OS pages stay resident as the heap grows.
 TEST(Shrink, PagesDoNotShrinkWhileManyThreadsHaveHeaps) {
-  IdleThreadsWithHeaps idle(shrink_thread_limit());
-  ShrinkProbe r = shrink_probe_in_new_thread();
-  if (r.fatal) return;
-  EXPECT_GE(r.after, r.emptied * 9 / 10) << "pages shrank while more threads than the limit had heaps";
+  in_fresh_process([] {
+    IdleThreadsWithHeaps idle(shrink_thread_limit());
+    ShrinkProbe r = shrink_probe_in_new_thread();
+    if (r.fatal) return;
+    EXPECT_GE(r.after, r.emptied * 9 / 10) << "pages shrank while more threads than the limit had heaps";
+  });
 }
 
 // Threads that exited no longer count: once the idle threads are gone,
 // pages shrink again.
 TEST(Shrink, PagesShrinkAgainOnceThreadsExit) {
-  { IdleThreadsWithHeaps idle(2 * shrink_thread_limit()); }
-  ShrinkProbe r = shrink_probe_in_new_thread();
-  if (r.fatal) return;
-  EXPECT_LE(r.after, r.emptied / 4) << "exited threads still counted: pages did not shrink";
+  in_fresh_process([] {
+    { IdleThreadsWithHeaps idle(2 * shrink_thread_limit()); }
+    ShrinkProbe r = shrink_probe_in_new_thread();
+    if (r.fatal) return;
+    EXPECT_LE(r.after, r.emptied / 4) << "exited threads still counted: pages did not shrink";
+  });
 }
 
 // A child forked while more threads than the limit have heaps runs the
 // forking thread alone: its threads' pages shrink again.
 TEST(Shrink, PagesShrinkInAForkChildOfManyThreads) {
-  IdleThreadsWithHeaps idle(shrink_thread_limit());
-  pid_t pid = fork();
-  ASSERT_GE(pid, 0);
-  if (pid == 0) {
-    ShrinkProbe r = shrink_probe_in_new_thread();
-    _exit(!::testing::Test::HasFailure() && r.after <= r.emptied / 4 ? 0 : 1);
-  }
-  int status = 0;
-  ASSERT_EQ(waitpid(pid, &status, 0), pid);
-  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0)
-      << "the child counted its parent's threads: its pages did not shrink";
+  in_fresh_process([] {
+    IdleThreadsWithHeaps idle(shrink_thread_limit());
+    pid_t pid = fork();
+    ASSERT_GE(pid, 0);
+    if (pid == 0) {
+      ShrinkProbe r = shrink_probe_in_new_thread();
+      _exit(!::testing::Test::HasFailure() && r.after <= r.emptied / 4 ? 0 : 1);
+    }
+    int status = 0;
+    ASSERT_EQ(waitpid(pid, &status, 0), pid);
+    EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0)
+        << "the child counted its parent's threads: its pages did not shrink";
+  });
 }
 
 // Owners grow and shrink their heaps through changing sizes while other

@@ -2,7 +2,7 @@
 // split on malloc and merge with their free neighbours on free, resize in
 // place on realloc, keep any alignment up to 128 KiB, and come back to their
 // owner when other threads free them.  Each case that predicts addresses runs
-// in a process started afresh for it (in_fresh_process), whose heap starts
+// in a process started afresh for it (in_fresh_thread), whose heap starts
 // with no span segment, whichever cases ran before it.
 #include <manymalloc/manymalloc.h>
 
@@ -10,8 +10,6 @@
 #include <sys/mman.h>
 
 #include <atomic>
-#include <cstdio>
-#include <cstdlib>
 #include <cstdint>
 #include <cstring>
 #include <mutex>
@@ -20,6 +18,7 @@
 #include <vector>
 
 #include "block_tag.h"
+#include "fresh_process.h"
 #include "resident.h"
 #include "test_sizes.h"
 
@@ -31,39 +30,15 @@ constexpr size_t kUnit = 4096;
 
 char *at(void *p, size_t offset) { return static_cast<char *>(p) + offset; }
 
-// The failures of the running case, on stderr: a death test's child prints
-// no results of its own, and its parent shows what it wrote there.
-int report_failures() {
-  const ::testing::TestResult &result = *::testing::UnitTest::GetInstance()->current_test_info()->result();
-  int failures = 0;
-  for (int i = 0; i < result.total_part_count(); i++) {
-    const ::testing::TestPartResult &part = result.GetTestPartResult(i);
-    if (!part.failed()) continue;
-    std::fprintf(stderr, "%s:%d: %s\n", part.file_name(), part.line_number(), part.message());
-    failures++;
-  }
-  return failures;
-}
-
-// Runs body() in a thread of a process of its own: GoogleTest's "threadsafe"
-// death-test style executes the test program again for this case alone, so
-// no segment, cached mapping or orphaned heap of an earlier case is there
-// to be reused.
+// A case in a thread of a process of its own (fresh_process.h).
 template <typename Body>
-void in_fresh_process(Body body) {
-  GTEST_FLAG_SET(death_test_style, "threadsafe");
-  EXPECT_EXIT(
-      {
-        std::thread(body).join();
-        std::_Exit(report_failures() > 0 ? 1 : 0);
-      },
-      ::testing::ExitedWithCode(0), "")
-      << "the case failed in its own process: its failures are under \"Actual msg\"";
+void in_fresh_thread(Body body) {
+  in_fresh_process([&] { std::thread(body).join(); });
 }
 
 // Two freed neighbours merge into one run that serves a size neither could.
 TEST(Span, FreedNeighboursMergeAndSplit) {
-  in_fresh_process([] {
+  in_fresh_thread([] {
     void *a = mm_malloc(64 * KiB), *b = mm_malloc(64 * KiB), *pin = mm_malloc(64 * KiB);
     ASSERT_NE(a, nullptr);
     EXPECT_EQ(b, at(a, 64 * KiB)) << "runs are carved in address order";
@@ -84,7 +59,7 @@ TEST(Span, FreedNeighboursMergeAndSplit) {
 // realloc grows a run into the free run after it and shrinks it in place,
 // keeping its content; the freed tail serves the next block.
 TEST(Span, ReallocResizesInPlace) {
-  in_fresh_process([] {
+  in_fresh_thread([] {
     void *a = mm_malloc(40 * KiB);
     ASSERT_NE(a, nullptr);
     tag_fill(a, 40 * KiB, tag_make(1, 1), TagSpan::all);
@@ -111,7 +86,7 @@ TEST(Span, ReallocResizesInPlace) {
 // and going beside it (the malloc-lab realloc traces' pattern); shrinking
 // it back under 4 KiB moves it to a class again.
 TEST(Span, GrowingReallocMovesOnceThenGrowsInPlace) {
-  in_fresh_process([] {
+  in_fresh_thread([] {
     size_t size = 3000;
     char *p = static_cast<char *>(mm_malloc(size));
     ASSERT_NE(p, nullptr);
@@ -144,7 +119,7 @@ TEST(Span, GrowingReallocMovesOnceThenGrowsInPlace) {
 // no last descriptor (no run after it merges backwards), so its last OS page
 // stays untouched.
 TEST(Span, FreshSegmentTouchesFewHeaderPages) {
-  in_fresh_process([] {
+  in_fresh_thread([] {
     char *p = static_cast<char *>(mm_malloc(64 * KiB));
     ASSERT_NE(p, nullptr);
     p[0] = 1;
@@ -166,7 +141,7 @@ TEST(Span, FreshSegmentTouchesFewHeaderPages) {
 // is retired; six new blocks fill C again.  A block of 300 KiB then fits only
 // in the untouched ends of A and C, or in B.
 TEST(Span, RetiredSegmentServesBeforeUntouchedMemory) {
-  in_fresh_process([] {
+  in_fresh_thread([] {
     constexpr size_t kBlock = 600 * KiB, kSmall = 300 * KiB;
     auto segment_of = [](void *p) { return (reinterpret_cast<uintptr_t>(p) - 1) & ~(4 * MiB - 1); };
     std::vector<void *> a, b, c;
