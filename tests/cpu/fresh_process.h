@@ -10,6 +10,7 @@
 
 #include <cstdio>
 #include <cstdlib>
+#include <thread>
 
 namespace mmtest {
 
@@ -29,7 +30,8 @@ inline int report_failures() {
 }
 
 // Runs body() in a child that GoogleTest's "threadsafe" death-test style
-// starts by executing the test program again, for this case alone.
+// starts by executing the test program again, for this case alone (a fork,
+// as run_forked in subprocess.h, would copy what the allocator holds).
 template <typename Body>
 void in_fresh_process(Body body) {
   GTEST_FLAG_SET(death_test_style, "threadsafe");
@@ -40,6 +42,13 @@ void in_fresh_process(Body body) {
       },
       ::testing::ExitedWithCode(0), "")
       << "the case failed in its own process: its failures are under \"Actual msg\"";
+}
+
+// The same, body() in a thread of that process: a thread that mallocs has
+// a heap of its own, which it leaves to the next thread when it exits.
+template <typename Body>
+void in_fresh_thread(Body body) {
+  in_fresh_process([&] { std::thread(body).join(); });
 }
 
 }  // namespace mmtest

@@ -100,7 +100,7 @@ void grow_after_frees(GrowthAfterFrees &g) {
 // small class again and expects the held-out blocks to serve it before new
 // memory, with every byte intact.
 TEST(Shrink, FreeOsPagesGoBackWhenAnotherClassGrows) {
-  in_fresh_process([] { std::thread([] {
+  in_fresh_thread([] {
     GrowthAfterFrees g;
     grow_after_frees(g);
     if (::testing::Test::HasFatalFailure()) return;
@@ -142,7 +142,7 @@ TEST(Shrink, FreeOsPagesGoBackWhenAnotherClassGrows) {
       EXPECT_TRUE(tag_check(big[i], 1024, tag_make(2, uint32_t(i)), TagSpan::all)) << i;
       mm_free(big[i]);
     }
-  }).join(); });
+  });
 }
 
 // The most threads with heaps for which pages shrink: MANYMALLOC_SHRINK_THREADS

@@ -30,12 +30,6 @@ constexpr size_t kUnit = 4096;
 
 char *at(void *p, size_t offset) { return static_cast<char *>(p) + offset; }
 
-// A case in a thread of a process of its own (fresh_process.h).
-template <typename Body>
-void in_fresh_thread(Body body) {
-  in_fresh_process([&] { std::thread(body).join(); });
-}
-
 // Two freed neighbours merge into one run that serves a size neither could.
 TEST(Span, FreedNeighboursMergeAndSplit) {
   in_fresh_thread([] {
