@@ -151,6 +151,7 @@ void mm_fatal_pointer(const char *what, const void *p) __attribute__((noreturn))
 void mm_stats_mapped(intptr_t bytes);
 void mm_stats_segments(intptr_t count);
 void mm_stats_large(intptr_t count, intptr_t bytes);
+size_t mm_stats_large_bytes(void);
 void mm_stats_orphan_free(unsigned size_class);
 void mm_stats_update_peak(void);
 void mm_stats_count_heap(mm_heap_t *heap);

@@ -42,6 +42,11 @@ void mm_stats_large(intptr_t count, intptr_t bytes) {
   if (bytes > 0) mm_stats_update_peak();
 }
 
+/* Usable bytes of the large blocks in use. */
+size_t mm_stats_large_bytes(void) {
+  return mm_atomic_load_relaxed(&mm_stat_large_bytes);
+}
+
 void mm_stats_orphan_free(unsigned size_class) {
   mm_atomic_fetch_add(&mm_stat_orphan_blocks[size_class], (uintptr_t)-1);
 }

@@ -12,9 +12,13 @@
  * prints the page faults that second thread took.  `purge_child growth`
  * frees 3 MiB of spans, grows the span after them in place over fresh
  * memory from 256 KiB to 896 KiB, 64 KiB at a time, and prints the KiB of the
- * freed 3 MiB still resident.  `purge_child large` allocates, writes and
- * frees one block of 6 MiB (a mapping of its own, which the cache of large
- * mappings keeps) and prints the same three counts for it. */
+ * freed 3 MiB still resident.  `purge_child large [MIB [COUNT [KEPT]]]`
+ * allocates KEPT blocks (0) of MIB MiB (6), mappings of their own, that stay
+ * in use unwritten, then allocates and writes COUNT more (1) and frees them
+ * (the cache of large mappings keeps what it may), and prints the same three
+ * counts over those.  `purge_child large-reuse MIB` keeps six blocks of
+ * MIB MiB in use, writes and frees a seventh, then writes an eighth and
+ * prints the page faults that took. */
 #define _GNU_SOURCE
 #include <manymalloc/manymalloc.h>
 
@@ -23,6 +27,7 @@
 #include <pthread.h>
 #include <stdbool.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
 #include <time.h>
@@ -98,27 +103,65 @@ static void pause_then_slow_path(size_t size) {
   mm_free(mm_malloc(size)); /* the first block of its class: a slow path, where memory whose delay is over goes back */
 }
 
-static int large(void) {
-  const size_t size = (size_t)6 << 20;
-  void *heap_first = mm_malloc(16); /* the heap and its segment exist before the block, not after it */
-  char *p = mm_malloc(size);
-  if (heap_first == NULL || p == NULL) return 2;
-  memset(p, 0x5a, size);
-  mm_free(p);
-  size_t after_free = resident_kib_of(p, size);
+#define LARGE_MAX 8
+
+static size_t large_resident_kib(char **blocks, int count, size_t size) {
+  size_t kib = 0;
+  for (int i = 0; i < count; i++) kib += resident_kib_of(blocks[i], size);
+  return kib;
+}
+
+static int large(size_t mib, int count, int kept) {
+  const size_t size = mib << 20;
+  char *p[LARGE_MAX], *live[LARGE_MAX];
+  if (count < 1 || count > LARGE_MAX || kept < 0 || kept > LARGE_MAX) return 2;
+  void *heap_first = mm_malloc(16); /* the heap and its segment exist before the blocks, not after them */
+  if (heap_first == NULL) return 2;
+  for (int i = 0; i < kept; i++)
+    if ((live[i] = mm_malloc(size)) == NULL) return 2;
+  for (int i = 0; i < count; i++) {
+    if ((p[i] = mm_malloc(size)) == NULL) return 2;
+    memset(p[i], 0x5a, size);
+  }
+  for (int i = 0; i < count; i++) mm_free(p[i]);
+  size_t after_free = large_resident_kib(p, count, size);
   pause_then_slow_path(5000);
-  size_t after_delay = resident_kib_of(p, size);
+  size_t after_delay = large_resident_kib(p, count, size);
   mm_collect();
-  size_t after_collect = resident_kib_of(p, size);
+  size_t after_collect = large_resident_kib(p, count, size);
   printf("%zu %zu %zu\n", after_free, after_delay, after_collect);
+  for (int i = 0; i < kept; i++) mm_free(live[i]);
   mm_free(heap_first);
+  return 0;
+}
+
+static int large_reuse(size_t mib) {
+  const size_t size = mib << 20;
+  char *live[6];
+  for (int i = 0; i < 6; i++)
+    if ((live[i] = mm_malloc(size)) == NULL) return 2;
+  char *first = mm_malloc(size);
+  if (first == NULL) return 2;
+  memset(first, 0x5a, size);
+  mm_free(first);
+  struct rusage before, after;
+  getrusage(RUSAGE_SELF, &before);
+  char *second = mm_malloc(size);
+  if (second == NULL) return 2;
+  memset(second, 0xa5, size);
+  getrusage(RUSAGE_SELF, &after);
+  printf("%ld\n", after.ru_minflt - before.ru_minflt);
+  mm_free(second);
+  for (int i = 0; i < 6; i++) mm_free(live[i]);
   return 0;
 }
 
 int main(int argc, char **argv) {
   const char *mode = argc > 1 ? argv[1] : "";
   if (strcmp(mode, "growth") == 0) return growth();
-  if (strcmp(mode, "large") == 0) return large();
+  if (strcmp(mode, "large") == 0) return large(argc > 2 ? strtoul(argv[2], NULL, 10) : 6, argc > 3 ? atoi(argv[3]) : 1,
+                                              argc > 4 ? atoi(argv[4]) : 0);
+  if (strcmp(mode, "large-reuse") == 0) return large_reuse(argc > 2 ? strtoul(argv[2], NULL, 10) : 32);
   bool threaded = strcmp(mode, "thread") == 0 || strcmp(mode, "reuse") == 0;
   if ((threaded ? in_thread(fill_and_free, NULL) : fill_and_free(NULL)) == NULL) return 2;
   if (strcmp(mode, "reuse") == 0) {

@@ -27,9 +27,11 @@ ProgramResult run_checked(const std::vector<std::string> &argv, const std::vecto
   return r;
 }
 
-Resident run_child(const std::vector<std::string> &env, const char *mode = nullptr) {
+Resident run_child(const std::vector<std::string> &env, const char *mode = nullptr,
+                   const std::vector<std::string> &args = {}) {
   std::vector<std::string> argv{MM_PURGE_CHILD};
   if (mode != nullptr) argv.push_back(mode);
+  argv.insert(argv.end(), args.begin(), args.end());
   const ProgramResult r = run_checked(argv, env);
   Resident kib;
   EXPECT_EQ(sscanf(r.out.c_str(), "%zu %zu %zu", &kib.after_free, &kib.after_delay, &kib.after_collect), 3)
@@ -124,6 +126,35 @@ TEST(Purge, LongDelayKeepsACachedLargeBlockUntilCollect) {
   const Resident kib = run_child({"MANYMALLOC_PURGE_DELAY=3600000"}, "large");
   EXPECT_GE(kib.after_delay, kLargeKib - 64) << "given back before its delay";
   EXPECT_EQ(kib.after_collect, 0u);
+}
+
+// A freed mapping above 8 MiB is cached only while a quarter of the bytes of
+// large blocks in use is as much (src/cpu/large.c): alone, one of 20 MiB goes
+// back at once.
+TEST(Purge, LoneLargeMappingAboveTheCacheFloorGoesBackAtOnce) {
+  const Resident kib = run_child({"MANYMALLOC_PURGE_DELAY=3600000"}, "large", {"20", "1", "0"});
+  EXPECT_EQ(kib.after_free, 0u) << "a lone 20 MiB mapping should not be cached";
+}
+
+// Beside 80 MiB of large blocks in use, freed mappings of 20 MiB are cached
+// up to the cache's 64 MiB: three of the four, until the cache is emptied.
+TEST(Purge, CachedLargeMappingsStayWithinTheirBound) {
+  constexpr size_t kBlockKib = 20 * 1024, kBoundKib = 64 * 1024;
+  const Resident kib = run_child({"MANYMALLOC_PURGE_DELAY=3600000"}, "large", {"20", "4", "4"});
+  EXPECT_GE(kib.after_free, 3 * kBlockKib - 64) << "the cache should keep three freed mappings";
+  EXPECT_LE(kib.after_free, kBoundKib) << "the cache kept more than its bound";
+  EXPECT_EQ(kib.after_collect, 0u);
+}
+
+// The next large block takes the cached mapping with its pages: writing a
+// block of 24 MiB (6144 OS pages) after freeing another, beside six in use,
+// faults in almost none of them.
+TEST(Purge, CachedLargeMappingIsReusedWithItsPages) {
+  const ProgramResult r = run_checked({MM_PURGE_CHILD, "large-reuse", "24"}, {"MANYMALLOC_PURGE_DELAY=3600000"});
+  long faults = -1;
+  ASSERT_EQ(sscanf(r.out.c_str(), "%ld", &faults), 1) << r.out;
+  EXPECT_GE(faults, 0);
+  EXPECT_LT(faults, 512) << "the second block faulted its pages in afresh";
 }
 
 TEST(Purge, PurgeOffKeepsFreedMemory) {
