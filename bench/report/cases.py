@@ -42,6 +42,8 @@ CASES = [
          {"size": 8, "writes": 5000}, {"iters": 20000}),
     Case("spawn", "bench-spawn", "short-lived threads: 2000 generations of threads, each 2000 blocks of 16-2048 B, half freed by the next generation",
          {"burst": 2000, "min": 16, "max": 2048}, {"generations": 2000}),
+    Case("large", "bench-large", "big buffers: 20 live blocks of 5-25 MiB per thread, one replaced at a time and written through, 500 times",
+         {"slots": 20, "min": 5 << 20, "max": 25 << 20}, {"iters": 500}),
 ]
 
 TRACES = "traces"   # the name --only matches for the mmdriver trace set
