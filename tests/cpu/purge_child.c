@@ -43,9 +43,10 @@ static size_t resident_kib_of(void *p, size_t size) {
   return resident_pages(p, size) * (MM_TEST_OS_PAGE / 1024);
 }
 
-static size_t resident_kib(void) {
+/* KiB resident of `count` blocks of `size` bytes each. */
+static size_t resident_kib(void **of, int count, size_t size) {
   size_t kib = 0;
-  for (int i = 0; i < BLOCKS; i++) kib += resident_kib_of(blocks[i], BLOCK_SIZE);
+  for (int i = 0; i < count; i++) kib += resident_kib_of(of[i], size);
   return kib;
 }
 
@@ -105,15 +106,9 @@ static void pause_then_slow_path(size_t size) {
 
 #define LARGE_MAX 8
 
-static size_t large_resident_kib(char **blocks, int count, size_t size) {
-  size_t kib = 0;
-  for (int i = 0; i < count; i++) kib += resident_kib_of(blocks[i], size);
-  return kib;
-}
-
 static int large(size_t mib, int count, int kept) {
   const size_t size = mib << 20;
-  char *p[LARGE_MAX], *live[LARGE_MAX];
+  void *p[LARGE_MAX], *live[LARGE_MAX];
   if (count < 1 || count > LARGE_MAX || kept < 0 || kept > LARGE_MAX) return 2;
   void *heap_first = mm_malloc(16); /* the heap and its segment exist before the blocks, not after them */
   if (heap_first == NULL) return 2;
@@ -124,11 +119,11 @@ static int large(size_t mib, int count, int kept) {
     memset(p[i], 0x5a, size);
   }
   for (int i = 0; i < count; i++) mm_free(p[i]);
-  size_t after_free = large_resident_kib(p, count, size);
+  size_t after_free = resident_kib(p, count, size);
   pause_then_slow_path(5000);
-  size_t after_delay = large_resident_kib(p, count, size);
+  size_t after_delay = resident_kib(p, count, size);
   mm_collect();
-  size_t after_collect = large_resident_kib(p, count, size);
+  size_t after_collect = resident_kib(p, count, size);
   printf("%zu %zu %zu\n", after_free, after_delay, after_collect);
   for (int i = 0; i < kept; i++) mm_free(live[i]);
   mm_free(heap_first);
@@ -170,11 +165,11 @@ int main(int argc, char **argv) {
     printf("%ld\n", faults);
     return 0;
   }
-  size_t after_free = resident_kib();
+  size_t after_free = resident_kib(blocks, BLOCKS, BLOCK_SIZE);
   pause_then_slow_path(64 * 1024);
-  size_t after_delay = resident_kib();
+  size_t after_delay = resident_kib(blocks, BLOCKS, BLOCK_SIZE);
   mm_collect();
-  size_t after_collect = resident_kib();
+  size_t after_collect = resident_kib(blocks, BLOCKS, BLOCK_SIZE);
   printf("%zu %zu %zu\n", after_free, after_delay, after_collect);
   return 0;
 }
