@@ -16,9 +16,10 @@
  * allocates KEPT blocks (0) of MIB MiB (6), mappings of their own, that stay
  * in use unwritten, then allocates and writes COUNT more (1) and frees them
  * (the cache of large mappings keeps what it may), and prints the same three
- * counts over those.  `purge_child large-reuse MIB` keeps six blocks of
- * MIB MiB in use, writes and frees a seventh, then writes an eighth and
- * prints the page faults that took. */
+ * counts over those.  `purge_child large-reuse MIB [MID]` keeps six blocks
+ * of MIB MiB in use, writes and frees a seventh, then (with MID) writes and
+ * frees a block of MID MiB, then writes an eighth of MIB MiB and prints the
+ * page faults that took and the usable KiB of the MID block (0 without). */
 #define _GNU_SOURCE
 #include <manymalloc/manymalloc.h>
 
@@ -130,7 +131,7 @@ static int large(size_t mib, int count, int kept) {
   return 0;
 }
 
-static int large_reuse(size_t mib) {
+static int large_reuse(size_t mib, size_t mid_mib) {
   const size_t size = mib << 20;
   char *live[6];
   for (int i = 0; i < 6; i++)
@@ -139,13 +140,21 @@ static int large_reuse(size_t mib) {
   if (first == NULL) return 2;
   memset(first, 0x5a, size);
   mm_free(first);
+  size_t mid_usable_kib = 0;
+  if (mid_mib > 0) {
+    char *mid = mm_malloc(mid_mib << 20);
+    if (mid == NULL) return 2;
+    memset(mid, 0x3c, mid_mib << 20);
+    mid_usable_kib = mm_malloc_usable_size(mid) >> 10;
+    mm_free(mid);
+  }
   struct rusage before, after;
   getrusage(RUSAGE_SELF, &before);
   char *second = mm_malloc(size);
   if (second == NULL) return 2;
   memset(second, 0xa5, size);
   getrusage(RUSAGE_SELF, &after);
-  printf("%ld\n", after.ru_minflt - before.ru_minflt);
+  printf("%ld %zu\n", after.ru_minflt - before.ru_minflt, mid_usable_kib);
   mm_free(second);
   for (int i = 0; i < 6; i++) mm_free(live[i]);
   return 0;
@@ -156,7 +165,8 @@ int main(int argc, char **argv) {
   if (strcmp(mode, "growth") == 0) return growth();
   if (strcmp(mode, "large") == 0) return large(argc > 2 ? strtoul(argv[2], NULL, 10) : 6, argc > 3 ? atoi(argv[3]) : 1,
                                               argc > 4 ? atoi(argv[4]) : 0);
-  if (strcmp(mode, "large-reuse") == 0) return large_reuse(argc > 2 ? strtoul(argv[2], NULL, 10) : 32);
+  if (strcmp(mode, "large-reuse") == 0)
+    return large_reuse(argc > 2 ? strtoul(argv[2], NULL, 10) : 32, argc > 3 ? strtoul(argv[3], NULL, 10) : 0);
   bool threaded = strcmp(mode, "thread") == 0 || strcmp(mode, "reuse") == 0;
   if ((threaded ? in_thread(fill_and_free, NULL) : fill_and_free(NULL)) == NULL) return 2;
   if (strcmp(mode, "reuse") == 0) {

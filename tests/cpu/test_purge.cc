@@ -158,6 +158,38 @@ TEST(Purge, CachedLargeMappingIsReusedWithItsPages) {
   EXPECT_LT(faults, 512) << "the second block faulted its pages in afresh";
 }
 
+// A cached mapping is taken whole by a block that fills half of it or more,
+// so that a bigger block after it finds the pages still there: 24 MiB, then
+// 16 MiB in its mapping, then 24 MiB again faults in almost nothing.  A block
+// of less than half is given a mapping cut to its size (8 MiB: the rest goes
+// back to the OS), and the next 24 MiB faults in what was cut.
+struct LargeReuse {
+  long faults = -1;
+  size_t mid_usable_kib = 0;
+};
+
+LargeReuse run_large_reuse(const char *mid_mib) {
+  const ProgramResult r =
+      run_checked({MM_PURGE_CHILD, "large-reuse", "24", mid_mib}, {"MANYMALLOC_PURGE_DELAY=3600000"});
+  LargeReuse out;
+  EXPECT_EQ(sscanf(r.out.c_str(), "%ld %zu", &out.faults, &out.mid_usable_kib), 2) << r.out;
+  return out;
+}
+
+TEST(Purge, CachedLargeMappingIsTakenWholeByABlockOfHalfOrMore) {
+  const LargeReuse r = run_large_reuse("16");
+  EXPECT_GE(r.mid_usable_kib, 24u * 1024 - 64) << "the 16 MiB block should keep the 24 MiB mapping whole";
+  EXPECT_GE(r.faults, 0);
+  EXPECT_LT(r.faults, 512) << "the pages of the whole mapping should still be there";
+}
+
+TEST(Purge, CachedLargeMappingIsCutForABlockOfLessThanHalf) {
+  const LargeReuse r = run_large_reuse("8");
+  EXPECT_GE(r.mid_usable_kib, 8u * 1024);
+  EXPECT_LT(r.mid_usable_kib, 8u * 1024 + 64) << "an 8 MiB block should not hold a 24 MiB mapping";
+  EXPECT_GE(r.faults, 16 * 256 - 64) << "the cut 16 MiB should have gone back to the OS";
+}
+
 TEST(Purge, PurgeOffKeepsFreedMemory) {
   const Resident kib = run_child({"MANYMALLOC_PURGE=0", "MANYMALLOC_PURGE_DELAY=0"});
   EXPECT_GE(kib.after_delay, kFreedKib - 64);
