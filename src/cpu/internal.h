@@ -29,6 +29,7 @@ typedef struct mm_options_s {
   size_t purge_delay;    /* MANYMALLOC_PURGE_DELAY: ms an emptied segment stays as it is before that */
   size_t segment_cache;  /* MANYMALLOC_SEGMENT_CACHE: empty segments kept mapped */
   size_t orphan_cache;   /* capacity of the orphaned-heap queue */
+  bool large_hugepages;  /* MANYMALLOC_LARGE_HUGEPAGES: advise large blocks' mappings for transparent huge pages */
 } mm_options_t;
 extern mm_options_t mm_options;
 void mm_options_init(void);
@@ -39,6 +40,7 @@ void *mm_os_alloc_aligned(size_t size, size_t alignment, size_t offset);
 void *mm_os_reserve(size_t size);
 void  mm_os_free(void *p, size_t size);
 void  mm_os_purge(void *p, size_t size);
+void  mm_os_advise_hugepages(void *p, size_t size);
 extern __thread size_t mm_os_released_by_thread; /* bytes this thread unmapped or purged (mm_collect) */
 bool  mm_os_resize(void *p, size_t old_size, size_t new_size);
 uint64_t mm_os_clock_ms(void);

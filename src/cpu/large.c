@@ -22,6 +22,13 @@
  * peaked with it cached (82.2% utilization against 83.5%) when every
  * mapping of up to 64 MiB was.
  * calloc never takes one: fresh mappings are zero.
+ * A new mapping of 2 MiB or more is advised for transparent huge pages
+ * (MANYMALLOC_LARGE_HUGEPAGES, on by default), calloc's excepted: big
+ * zeroed arrays are often written only here and there, and a huge page
+ * would make each touched 2 MiB resident.  Where the kernel has them,
+ * bench-large at one thread took 0.42 s instead of 1.27 s (97k page
+ * faults instead of 414k; tcmalloc 0.34 s) on the 2-core VM, whose THP
+ * setting is "madvise".
  * A mapping still cached MANYMALLOC_PURGE_DELAY ms after its free goes
  * back to the OS at the next slow path of any thread, like the segments of
  * exited threads (mm_segment_warm_expire): before, a freed block of 8 MiB
@@ -32,6 +39,7 @@
 #include "seq_fifo.h"
 
 #define MM_LARGE_CACHE       4
+#define MM_HUGEPAGE_SIZE     ((size_t)2 << 20)
 #define MM_LARGE_CACHE_SMALL ((size_t)8 << 20)  /* mappings always cached up to this size */
 #define MM_LARGE_CACHE_BYTES ((size_t)64 << 20) /* bytes of all the cached mappings, at most */
 static mm_fifo_cell_t mm_large_cache_cells[MM_LARGE_CACHE];
@@ -109,6 +117,7 @@ void *mm_large_alloc(size_t size, size_t alignment, bool zero) {
     seg = alignment <= MM_SEGMENT_SIZE ? mm_os_alloc_aligned(mapped, MM_SEGMENT_SIZE, 0)
                                        : mm_os_alloc_aligned(mapped, alignment, MM_SEGMENT_SIZE);
     if (seg == NULL) return NULL;
+    if (mm_options.large_hugepages && !zero && mapped >= MM_HUGEPAGE_SIZE) mm_os_advise_hugepages(seg, mapped);
   }
   seg->kind = MM_SEGMENT_LARGE;
   seg->page_shift = 63;

@@ -16,6 +16,7 @@ mm_options_t mm_options = {
   .purge_delay = 10,
   .segment_cache = 8,
   .orphan_cache = 1024,
+  .large_hugepages = true,
 };
 
 /* getenv does not allocate, so it is safe this early. */
@@ -43,4 +44,5 @@ void mm_options_init(void) {
   mm_options.shrink_rate = mm_option_number("MANYMALLOC_SHRINK_RATE", mm_options.shrink_rate, SIZE_MAX / 256 / 1000);
   mm_options.purge_delay = mm_option_number("MANYMALLOC_PURGE_DELAY", mm_options.purge_delay, 3600 * 1000);
   mm_options.segment_cache = mm_option_number("MANYMALLOC_SEGMENT_CACHE", mm_options.segment_cache, 1024);
+  mm_options.large_hugepages = mm_option_flag("MANYMALLOC_LARGE_HUGEPAGES", mm_options.large_hugepages);
 }

@@ -96,6 +96,19 @@ void mm_os_purge(void *p, size_t size) {
   if (madvise(p, size, MADV_DONTNEED) == 0) mm_os_released_by_thread += size;
 }
 
+/* Asks the kernel to back the mapping with transparent huge pages where it
+ * can (its 2 MiB-aligned stretches), as it does for every mapping when
+ * /sys/kernel/mm/transparent_hugepage/enabled says "always"; a kernel
+ * without them ignores it. */
+void mm_os_advise_hugepages(void *p, size_t size) {
+#ifdef MADV_HUGEPAGE
+  (void)madvise(p, size, MADV_HUGEPAGE);
+#else
+  (void)p;
+  (void)size;
+#endif
+}
+
 /* Milliseconds of the monotonic clock, at the kernel tick's grain (1-4 ms;
  * delays are MANYMALLOC_PURGE_DELAY ms, 10 by default).  Slow paths read it
  * while some memory is due to go back; the coarse clock reads the vDSO's

@@ -19,7 +19,10 @@
  * counts over those.  `purge_child large-reuse MIB [MID]` keeps six blocks
  * of MIB MiB in use, writes and frees a seventh, then (with MID) writes and
  * frees a block of MID MiB, then writes an eighth of MIB MiB and prints the
- * page faults that took and the usable KiB of the MID block (0 without). */
+ * page faults that took and the usable KiB of the MID block (0 without).
+ * `purge_child hugepages` prints whether the mappings of a malloc'd and of
+ * a calloc'd block of 8 MiB are advised for transparent huge pages ("hg"
+ * among the VmFlags of /proc/self/smaps): 1 or 0 each. */
 #define _GNU_SOURCE
 #include <manymalloc/manymalloc.h>
 
@@ -30,6 +33,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/resource.h>
 #include <time.h>
 #include <unistd.h>
@@ -131,18 +135,28 @@ static int large(size_t mib, int count, int kept) {
   return 0;
 }
 
+/* Faults in 4 KiB pages over the block, so that their count says how much
+ * was not resident whatever the kernel's transparent huge pages do. */
+static void *small_pages(void *block, size_t size) {
+  if (block != NULL) {
+    uintptr_t from = (uintptr_t)block & ~(uintptr_t)4095;
+    madvise((void *)from, (uintptr_t)block + size - from, MADV_NOHUGEPAGE);
+  }
+  return block;
+}
+
 static int large_reuse(size_t mib, size_t mid_mib) {
   const size_t size = mib << 20;
   char *live[6];
   for (int i = 0; i < 6; i++)
     if ((live[i] = mm_malloc(size)) == NULL) return 2;
-  char *first = mm_malloc(size);
+  char *first = small_pages(mm_malloc(size), size);
   if (first == NULL) return 2;
   memset(first, 0x5a, size);
   mm_free(first);
   size_t mid_usable_kib = 0;
   if (mid_mib > 0) {
-    char *mid = mm_malloc(mid_mib << 20);
+    char *mid = small_pages(mm_malloc(mid_mib << 20), mid_mib << 20);
     if (mid == NULL) return 2;
     memset(mid, 0x3c, mid_mib << 20);
     mid_usable_kib = mm_malloc_usable_size(mid) >> 10;
@@ -150,7 +164,7 @@ static int large_reuse(size_t mib, size_t mid_mib) {
   }
   struct rusage before, after;
   getrusage(RUSAGE_SELF, &before);
-  char *second = mm_malloc(size);
+  char *second = small_pages(mm_malloc(size), size);
   if (second == NULL) return 2;
   memset(second, 0xa5, size);
   getrusage(RUSAGE_SELF, &after);
@@ -160,9 +174,41 @@ static int large_reuse(size_t mib, size_t mid_mib) {
   return 0;
 }
 
+/* Whether the mapping holding `p` has `flag` among its VmFlags. */
+static int mapping_has_flag(const void *p, const char *flag) {
+  FILE *smaps = fopen("/proc/self/smaps", "r");
+  if (smaps == NULL) return -1;
+  char line[512];
+  int found = -1, inside = 0;
+  while (found < 0 && fgets(line, sizeof line, smaps) != NULL) {
+    unsigned long start, end;
+    if (sscanf(line, "%lx-%lx ", &start, &end) == 2 && strchr(line, '-') < strchr(line, ' ')) {
+      inside = (uintptr_t)p >= start && (uintptr_t)p < end;
+    } else if (inside && strncmp(line, "VmFlags:", 8) == 0) {
+      char pattern[8];
+      snprintf(pattern, sizeof pattern, " %s", flag);
+      const char *at = strstr(line, pattern);
+      found = at != NULL && (at[strlen(pattern)] == ' ' || at[strlen(pattern)] == '\n');
+    }
+  }
+  fclose(smaps);
+  return found;
+}
+
+static int hugepages(void) {
+  const size_t size = (size_t)8 << 20;
+  char *plain = mm_malloc(size), *zeroed = mm_calloc(1, size);
+  if (plain == NULL || zeroed == NULL) return 2;
+  printf("%d %d\n", mapping_has_flag(plain, "hg"), mapping_has_flag(zeroed, "hg"));
+  mm_free(plain);
+  mm_free(zeroed);
+  return 0;
+}
+
 int main(int argc, char **argv) {
   const char *mode = argc > 1 ? argv[1] : "";
   if (strcmp(mode, "growth") == 0) return growth();
+  if (strcmp(mode, "hugepages") == 0) return hugepages();
   if (strcmp(mode, "large") == 0) return large(argc > 2 ? strtoul(argv[2], NULL, 10) : 6, argc > 3 ? atoi(argv[3]) : 1,
                                               argc > 4 ? atoi(argv[4]) : 0);
   if (strcmp(mode, "large-reuse") == 0)

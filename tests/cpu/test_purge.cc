@@ -7,6 +7,7 @@
 // of 24 MiB of freed blocks: after the frees, after 200 ms and a malloc,
 // after mm_collect.
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <cstdio>
 #include <string>
@@ -189,6 +190,24 @@ TEST(Purge, CachedLargeMappingIsCutForABlockOfLessThanHalf) {
   EXPECT_LT(r.mid_usable_kib, 8u * 1024 + 64) << "an 8 MiB block should not hold a 24 MiB mapping";
   EXPECT_GE(r.faults, 16 * 256 - 64) << "the cut 16 MiB should have gone back to the OS";
 }
+
+// Large blocks from malloc get mappings advised for transparent huge pages
+// (a fault per 2 MiB instead of per 4 KiB where the kernel has them); calloc's
+// do not (big zeroed arrays are often written sparsely), nor any with
+// MANYMALLOC_LARGE_HUGEPAGES=0.
+void expect_hugepage_advice(const std::vector<std::string> &env, int plain, int zeroed) {
+  if (access("/sys/kernel/mm/transparent_hugepage/enabled", F_OK) != 0)
+    GTEST_SKIP() << "this kernel has no transparent huge pages";
+  const ProgramResult r = run_checked({MM_PURGE_CHILD, "hugepages"}, env);
+  int got_plain = -1, got_zeroed = -1;
+  ASSERT_EQ(sscanf(r.out.c_str(), "%d %d", &got_plain, &got_zeroed), 2) << r.out;
+  EXPECT_EQ(got_plain, plain) << "malloc'd 8 MiB block";
+  EXPECT_EQ(got_zeroed, zeroed) << "calloc'd 8 MiB block";
+}
+
+TEST(Purge, LargeMallocMappingIsAdvisedForHugePages) { expect_hugepage_advice({}, 1, 0); }
+
+TEST(Purge, HugePageAdviceCanBeTurnedOff) { expect_hugepage_advice({"MANYMALLOC_LARGE_HUGEPAGES=0"}, 0, 0); }
 
 TEST(Purge, PurgeOffKeepsFreedMemory) {
   const Resident kib = run_child({"MANYMALLOC_PURGE=0", "MANYMALLOC_PURGE_DELAY=0"});
