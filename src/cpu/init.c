@@ -58,7 +58,6 @@ static void mm_process_init(void) {
   mm_options_init();
   mm_checked_init();
   mm_segment_cache_init();
-  mm_large_cache_init();
   mm_heaps_init();
   pthread_key_create(&mm_thread_key, mm_thread_done);
 }

@@ -127,7 +127,6 @@ void mm_span_purge_expired(mm_heap_t *heap, uint64_t now);
 
 /* ---- large.c ---- */
 void *mm_large_alloc(size_t size, size_t alignment, bool zero);
-void mm_large_cache_init(void);
 void mm_large_cache_purge(void);
 void mm_large_free(mm_segment_t *seg);
 void mm_large_cache_expire(uint64_t now);

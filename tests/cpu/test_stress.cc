@@ -94,12 +94,14 @@ std::string describe(const char *what, const Block &b) {
   return buf;
 }
 
-// Mostly small sizes, some medium, a few in the large path.
+// Mostly small sizes, some medium, a few spans and, rarer, large blocks
+// (mappings of their own, which the threads' frees cache for one another).
 size_t random_size(std::mt19937_64 &rng) {
   const unsigned kind = rng() % 1000;
   if (kind < 900) return 16 + rng() % 1009;
   if (kind < 990) return KiB + rng() % (63 * KiB);
-  return 64 * KiB + rng() % (960 * KiB);
+  if (kind < 998) return 64 * KiB + rng() % (960 * KiB);
+  return MiB + 1 + rng() % (7 * MiB);
 }
 
 class Worker {
