@@ -23,13 +23,15 @@
  * peaked with it cached (82.2% utilization against 83.5%) when every
  * mapping of up to 64 MiB was.
  * calloc never takes one: fresh mappings are zero.
- * A new mapping of 2 MiB or more is advised for transparent huge pages
- * (MANYMALLOC_LARGE_HUGEPAGES, on by default), calloc's excepted: big
- * zeroed arrays are often written only here and there, and a huge page
- * would make each touched 2 MiB resident.  Where the kernel has them,
- * bench-large at one thread took 0.42 s instead of 1.27 s (97k page
- * faults instead of 414k; tcmalloc 0.34 s) on the 2-core VM, whose THP
- * setting is "madvise".
+ * With MANYMALLOC_LARGE_HUGEPAGES=1 a new mapping of 2 MiB or more is
+ * advised for transparent huge pages, calloc's excepted (big zeroed arrays
+ * are often written only here and there).  It is off by default: a program
+ * that fills its big blocks gains (bench-large at one thread on the 2-core
+ * VM, THP "madvise": 0.42 s instead of 1.27 s, 97k page faults instead of
+ * 414k; tcmalloc 0.34 s), but one that touches only part of each pays a
+ * 2 MiB zeroing per touch instead of 4 KiB (the timed replays of sort.rep
+ * and xz.rep, which write only the heads of their blocks of up to 300 MB,
+ * ran 10-20x slower, on the VM and on the 16-core host alike).
  * A mapping still cached MANYMALLOC_PURGE_DELAY ms after its free goes
  * back to the OS at the next slow path of any thread, like the segments of
  * exited threads (mm_segment_warm_expire): before, a freed block of 8 MiB

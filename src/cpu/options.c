@@ -16,7 +16,7 @@ mm_options_t mm_options = {
   .purge_delay = 10,
   .segment_cache = 8,
   .orphan_cache = 1024,
-  .large_hugepages = true,
+  .large_hugepages = false,
 };
 
 /* getenv does not allocate, so it is safe this early. */
