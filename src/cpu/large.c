@@ -155,8 +155,9 @@ void *mm_large_alloc(size_t size, size_t alignment, bool zero) {
   }
   mm_segment_t *seg = NULL;
   if (offset == MM_LARGE_OFFSET && !zero) seg = mm_large_reuse(mapped);
-  if (seg != NULL) mapped = seg->mapped_size;
-  if (seg == NULL) {
+  if (seg != NULL) {
+    mapped = seg->mapped_size; /* up to twice the block's, taken whole */
+  } else {
     seg = alignment <= MM_SEGMENT_SIZE ? mm_os_alloc_aligned(mapped, MM_SEGMENT_SIZE, 0)
                                        : mm_os_alloc_aligned(mapped, alignment, MM_SEGMENT_SIZE);
     if (seg == NULL) return NULL;
