@@ -20,6 +20,9 @@
  * of MIB MiB in use, writes and frees a seventh, then (with MID) writes and
  * frees a block of MID MiB, then writes an eighth of MIB MiB and prints the
  * page faults that took and the usable KiB of the MID block (0 without).
+ * `purge_child large-best` keeps eight blocks of 24 MiB in use, allocates
+ * blocks of 9, 20 and 12 MiB, frees them in that order and prints the usable KiB of the
+ * block of 11 MiB allocated next.
  * `purge_child hugepages` prints whether the mappings of a malloc'd and of
  * a calloc'd block of 8 MiB are advised for transparent huge pages ("hg"
  * among the VmFlags of /proc/self/smaps): 1 or 0 each. */
@@ -174,6 +177,25 @@ static int large_reuse(size_t mib, size_t mid_mib) {
   return 0;
 }
 
+static int large_best(void) {
+  char *live[8];
+  for (int i = 0; i < 8; i++)
+    if ((live[i] = mm_malloc((size_t)24 << 20)) == NULL) return 2;
+  const size_t freed_mib[3] = {9, 20, 12};
+  char *freed[3];
+  for (int i = 0; i < 3; i++) {
+    if ((freed[i] = mm_malloc(freed_mib[i] << 20)) == NULL) return 2;
+    memset(freed[i], 0x5a, freed_mib[i] << 20);
+  }
+  for (int i = 0; i < 3; i++) mm_free(freed[i]);
+  char *next = mm_malloc((size_t)11 << 20);
+  if (next == NULL) return 2;
+  printf("%zu\n", mm_malloc_usable_size(next) >> 10);
+  mm_free(next);
+  for (int i = 0; i < 8; i++) mm_free(live[i]);
+  return 0;
+}
+
 /* Whether the mapping holding `p` has `flag` among its VmFlags. */
 static int mapping_has_flag(const void *p, const char *flag) {
   FILE *smaps = fopen("/proc/self/smaps", "r");
@@ -209,6 +231,7 @@ int main(int argc, char **argv) {
   const char *mode = argc > 1 ? argv[1] : "";
   if (strcmp(mode, "growth") == 0) return growth();
   if (strcmp(mode, "hugepages") == 0) return hugepages();
+  if (strcmp(mode, "large-best") == 0) return large_best();
   if (strcmp(mode, "large") == 0) return large(argc > 2 ? strtoul(argv[2], NULL, 10) : 6, argc > 3 ? atoi(argv[3]) : 1,
                                               argc > 4 ? atoi(argv[4]) : 0);
   if (strcmp(mode, "large-reuse") == 0)

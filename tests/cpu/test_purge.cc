@@ -191,6 +191,17 @@ TEST(Purge, CachedLargeMappingIsCutForABlockOfLessThanHalf) {
   EXPECT_GE(r.faults, 16 * 256 - 64) << "the cut 16 MiB should have gone back to the OS";
 }
 
+// Of the cached mappings, the next large block takes the one that fits best:
+// after freeing blocks of 9, 20 and 12 MiB, one of 11 MiB takes the 12 MiB
+// mapping whole (not the oldest, grown; nor the 20 MiB one, cut).
+TEST(Purge, LargeBlockTakesTheBestFittingCachedMapping) {
+  const ProgramResult r = run_checked({MM_PURGE_CHILD, "large-best"}, {"MANYMALLOC_PURGE_DELAY=3600000"});
+  size_t usable_kib = 0;
+  ASSERT_EQ(sscanf(r.out.c_str(), "%zu", &usable_kib), 1) << r.out;
+  EXPECT_GE(usable_kib, 12u * 1024 - 64) << "the 12 MiB mapping should have been taken whole";
+  EXPECT_LE(usable_kib, 12u * 1024) << "another mapping than the 12 MiB one was taken";
+}
+
 // With MANYMALLOC_LARGE_HUGEPAGES=1, large blocks from malloc get mappings
 // advised for transparent huge pages (a fault per 2 MiB instead of per 4 KiB
 // where the kernel has them); calloc's do not (big zeroed arrays are often
