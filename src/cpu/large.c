@@ -85,9 +85,10 @@ static mm_segment_t *mm_large_cache_take(size_t i, uintptr_t entry) {
 /* The cached mapping that best fits `mapped` bytes: the smallest that is
  * as big, else the biggest; NULL when there is none (or other threads kept
  * taking the one chosen).  A FIFO of 4 handed out the oldest: bench-large
- * with 16 threads on the 16-core host took 0.59 s so, 0.51 s with this
- * array (medians of 3; tcmalloc 0.29 s), more of its blocks of 5-25 MiB
- * finding a freed one as big. */
+ * on the 16-core host took 1.11 / 0.76 / 0.59 s so at 16 / 8 / 4 threads,
+ * 1.06 / 0.70 / 0.50 s with this array (medians of 3; tcmalloc 0.29 /
+ * 0.24 / 0.21 s), more of its blocks of 5-25 MiB finding a freed one as
+ * big. */
 static mm_segment_t *mm_large_cache_best(size_t mapped) {
   for (int attempt = 0; attempt < 4; attempt++) {
     size_t best = MM_LARGE_CACHE;
