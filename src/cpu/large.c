@@ -82,6 +82,12 @@ static mm_segment_t *mm_large_cache_take(size_t i, uintptr_t entry) {
   return (mm_segment_t *)(entry & ~(MM_SEGMENT_SIZE - 1));
 }
 
+/* Takes whatever mapping entry `i` holds; NULL when none. */
+static mm_segment_t *mm_large_cache_take_any(size_t i) {
+  uintptr_t entry = mm_atomic_load_relaxed(&mm_large_cache[i]);
+  return entry != 0 ? mm_large_cache_take(i, entry) : NULL;
+}
+
 /* The cached mapping that best fits `mapped` bytes: the smallest that is
  * as big, else the biggest; NULL when there is none (or other threads kept
  * taking the one chosen).  A FIFO of 4 handed out the oldest: bench-large
@@ -113,10 +119,27 @@ static mm_segment_t *mm_large_cache_best(size_t mapped) {
 /* Returns every cached mapping to the OS. */
 void mm_large_cache_purge(void) {
   for (size_t i = 0; i < MM_LARGE_CACHE; i++) {
-    uintptr_t entry = mm_atomic_load_relaxed(&mm_large_cache[i]);
-    mm_segment_t *seg = entry != 0 ? mm_large_cache_take(i, entry) : NULL;
+    mm_segment_t *seg = mm_large_cache_take_any(i);
     if (seg != NULL) mm_os_free(seg, seg->mapped_size);
   }
+}
+
+/* Whether a block or mapping of `have` bytes serves `want` as it is: it is
+ * as big and no more than twice as big (realloc and the cache alike). */
+static bool mm_large_keeps(size_t have, size_t want) {
+  return want <= have && want >= have / 2;
+}
+
+/* The mapping at `seg` resized to `mapped` bytes, in place or with its
+ * pages moved by mremap (no copy); NULL, the mapping as it was, when
+ * neither works. */
+static mm_segment_t *mm_large_remap(mm_segment_t *seg, size_t mapped) {
+  if (!mm_os_resize(seg, seg->mapped_size, mapped)) {
+    seg = mm_os_move_aligned(seg, seg->mapped_size, mapped, MM_SEGMENT_SIZE);
+    if (seg == NULL) return NULL;
+  }
+  seg->mapped_size = mapped;
+  return seg;
 }
 
 /* A cached mapping of at least `mapped` bytes, or NULL.  One of up to twice
@@ -127,14 +150,10 @@ void mm_large_cache_purge(void) {
 static mm_segment_t *mm_large_reuse(size_t mapped) {
   mm_segment_t *seg = mm_large_cache_best(mapped);
   if (seg == NULL) return NULL;
-  if (seg->mapped_size >= mapped && seg->mapped_size / 2 <= mapped) return seg;
-  if (!mm_os_resize(seg, seg->mapped_size, mapped)) {
-    mm_segment_t *moved = mm_os_move_aligned(seg, seg->mapped_size, mapped, MM_SEGMENT_SIZE);
-    if (moved == NULL) mm_os_free(seg, seg->mapped_size);
-    seg = moved;
-  }
-  if (seg != NULL) seg->mapped_size = mapped;
-  return seg;
+  if (mm_large_keeps(seg->mapped_size, mapped)) return seg;
+  mm_segment_t *resized = mm_large_remap(seg, mapped);
+  if (resized == NULL) mm_os_free(seg, seg->mapped_size);
+  return resized;
 }
 
 /* Bytes to map for a block of `size` after `offset` bytes of header; 0 when
@@ -192,8 +211,7 @@ void mm_large_free(mm_segment_t *seg) {
 void mm_large_cache_expire(uint64_t now) {
   if (!mm_options.purge) return; /* MANYMALLOC_PURGE=0: keep everything committed */
   for (size_t i = 0; i < MM_LARGE_CACHE; i++) {
-    uintptr_t entry = mm_atomic_load_relaxed(&mm_large_cache[i]);
-    mm_segment_t *seg = entry != 0 ? mm_large_cache_take(i, entry) : NULL;
+    mm_segment_t *seg = mm_large_cache_take_any(i);
     if (seg == NULL) continue;
     if (seg->purge_at <= now || !mm_large_cache_push(seg)) mm_os_free(seg, seg->mapped_size);
     else mm_segment_warm_schedule(seg->purge_at);
@@ -203,21 +221,20 @@ void mm_large_cache_expire(uint64_t now) {
 /* Grows or shrinks in place when the mapping allows, else moves the pages
  * with mremap (no copy).  Called for sizes above MM_SIZE_CLASS_MAX. */
 void *mm_large_realloc(mm_segment_t *seg, void *p, size_t size) {
-  if (size <= seg->block_size && size >= seg->block_size / 2) return p;
+  if (mm_large_keeps(seg->block_size, size)) return p;
   size_t mapped = mm_large_mapping(seg->block_offset, size);
   if (mapped == 0) {
     errno = ENOMEM;
     return NULL;
   }
   size_t old_block = seg->block_size;
-  if (!mm_os_resize(seg, seg->mapped_size, mapped)) {
-    mm_segment_t *moved = mm_os_move_aligned(seg, seg->mapped_size, mapped, MM_SEGMENT_SIZE);
-    if (moved == NULL) return NULL;
+  mm_segment_t *resized = mm_large_remap(seg, mapped);
+  if (resized == NULL) return NULL;
+  if (resized != seg) {
     mm_checked_on_unmap(seg, false);
-    seg = moved;
+    seg = resized;
     mm_checked_on_map(seg);
   }
-  seg->mapped_size = mapped;
   seg->block_size = mapped - seg->block_offset;
   mm_stats_large(0, (intptr_t)seg->block_size - (intptr_t)old_block);
   return (uint8_t *)seg + seg->block_offset;
