@@ -58,6 +58,18 @@ static size_t resident_kib(void **of, int count, size_t size) {
   return kib;
 }
 
+/* Allocates `count` blocks of `size` bytes that stay in use, unwritten;
+ * false when one could not be had. */
+static bool hold(void **blocks_held, int count, size_t size) {
+  for (int i = 0; i < count; i++)
+    if ((blocks_held[i] = mm_malloc(size)) == NULL) return false;
+  return true;
+}
+
+static void release(void **blocks_held, int count) {
+  for (int i = 0; i < count; i++) mm_free(blocks_held[i]);
+}
+
 static void *fill_and_free(void *arg) {
   for (int i = 0; i < BLOCKS; i++) {
     blocks[i] = mm_malloc(BLOCK_SIZE);
@@ -65,7 +77,7 @@ static void *fill_and_free(void *arg) {
     memset(blocks[i], 0x5a, BLOCK_SIZE);
   }
   if (arg != NULL) return arg; /* reuse: the faults are counted, the blocks stay */
-  for (int i = 0; i < BLOCKS; i++) mm_free(blocks[i]);
+  release(blocks, BLOCKS);
   return blocks;
 }
 
@@ -75,7 +87,7 @@ static void *fill_counting_faults(void *arg) {
   void *ok = fill_and_free(arg);
   getrusage(RUSAGE_THREAD, &after);
   *(long *)arg = after.ru_minflt - before.ru_minflt;
-  for (int i = 0; ok != NULL && i < BLOCKS; i++) mm_free(blocks[i]);
+  if (ok != NULL) release(blocks, BLOCKS);
   return ok;
 }
 
@@ -119,21 +131,19 @@ static int large(size_t mib, int count, int kept) {
   void *p[LARGE_MAX], *live[LARGE_MAX];
   if (count < 1 || count > LARGE_MAX || kept < 0 || kept > LARGE_MAX) return 2;
   void *heap_first = mm_malloc(16); /* the heap and its segment exist before the blocks, not after them */
-  if (heap_first == NULL) return 2;
-  for (int i = 0; i < kept; i++)
-    if ((live[i] = mm_malloc(size)) == NULL) return 2;
+  if (heap_first == NULL || !hold(live, kept, size)) return 2;
   for (int i = 0; i < count; i++) {
     if ((p[i] = mm_malloc(size)) == NULL) return 2;
     memset(p[i], 0x5a, size);
   }
-  for (int i = 0; i < count; i++) mm_free(p[i]);
+  release(p, count);
   size_t after_free = resident_kib(p, count, size);
   pause_then_slow_path(5000);
   size_t after_delay = resident_kib(p, count, size);
   mm_collect();
   size_t after_collect = resident_kib(p, count, size);
   printf("%zu %zu %zu\n", after_free, after_delay, after_collect);
-  for (int i = 0; i < kept; i++) mm_free(live[i]);
+  release(live, kept);
   mm_free(heap_first);
   return 0;
 }
@@ -142,7 +152,7 @@ static int large(size_t mib, int count, int kept) {
  * was not resident whatever the kernel's transparent huge pages do. */
 static void *small_pages(void *block, size_t size) {
   if (block != NULL) {
-    uintptr_t from = (uintptr_t)block & ~(uintptr_t)4095;
+    uintptr_t from = (uintptr_t)block / MM_TEST_OS_PAGE * MM_TEST_OS_PAGE;
     madvise((void *)from, (uintptr_t)block + size - from, MADV_NOHUGEPAGE);
   }
   return block;
@@ -150,9 +160,8 @@ static void *small_pages(void *block, size_t size) {
 
 static int large_reuse(size_t mib, size_t mid_mib) {
   const size_t size = mib << 20;
-  char *live[6];
-  for (int i = 0; i < 6; i++)
-    if ((live[i] = mm_malloc(size)) == NULL) return 2;
+  void *live[6];
+  if (!hold(live, 6, size)) return 2;
   char *first = small_pages(mm_malloc(size), size);
   if (first == NULL) return 2;
   memset(first, 0x5a, size);
@@ -173,26 +182,25 @@ static int large_reuse(size_t mib, size_t mid_mib) {
   getrusage(RUSAGE_SELF, &after);
   printf("%ld %zu\n", after.ru_minflt - before.ru_minflt, mid_usable_kib);
   mm_free(second);
-  for (int i = 0; i < 6; i++) mm_free(live[i]);
+  release(live, 6);
   return 0;
 }
 
 static int large_best(void) {
-  char *live[8];
-  for (int i = 0; i < 8; i++)
-    if ((live[i] = mm_malloc((size_t)24 << 20)) == NULL) return 2;
+  void *live[8];
+  if (!hold(live, 8, (size_t)24 << 20)) return 2;
   const size_t freed_mib[3] = {9, 20, 12};
-  char *freed[3];
+  void *freed[3];
   for (int i = 0; i < 3; i++) {
     if ((freed[i] = mm_malloc(freed_mib[i] << 20)) == NULL) return 2;
     memset(freed[i], 0x5a, freed_mib[i] << 20);
   }
-  for (int i = 0; i < 3; i++) mm_free(freed[i]);
+  release(freed, 3);
   char *next = mm_malloc((size_t)11 << 20);
   if (next == NULL) return 2;
   printf("%zu\n", mm_malloc_usable_size(next) >> 10);
   mm_free(next);
-  for (int i = 0; i < 8; i++) mm_free(live[i]);
+  release(live, 8);
   return 0;
 }
 
