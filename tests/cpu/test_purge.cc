@@ -148,22 +148,9 @@ TEST(Purge, CachedLargeMappingsStayWithinTheirBound) {
   EXPECT_EQ(kib.after_collect, 0u);
 }
 
-// The next large block takes the cached mapping with its pages: writing a
-// block of 24 MiB (6144 OS pages) after freeing another, beside six in use,
-// faults in almost none of them.
-TEST(Purge, CachedLargeMappingIsReusedWithItsPages) {
-  const ProgramResult r = run_checked({MM_PURGE_CHILD, "large-reuse", "24"}, {"MANYMALLOC_PURGE_DELAY=3600000"});
-  long faults = -1;
-  ASSERT_EQ(sscanf(r.out.c_str(), "%ld", &faults), 1) << r.out;
-  EXPECT_GE(faults, 0);
-  EXPECT_LT(faults, 512) << "the second block faulted its pages in afresh";
-}
-
-// A cached mapping is taken whole by a block that fills half of it or more,
-// so that a bigger block after it finds the pages still there: 24 MiB, then
-// 16 MiB in its mapping, then 24 MiB again faults in almost nothing.  A block
-// of less than half is given a mapping cut to its size (8 MiB: the rest goes
-// back to the OS), and the next 24 MiB faults in what was cut.
+// purge_child large-reuse: six blocks of 24 MiB in use, a seventh written
+// and freed, then (MID MiB, unless 0) another written and freed, then an
+// eighth of 24 MiB written: the faults that took, and the MID block's size.
 struct LargeReuse {
   long faults = -1;
   size_t mid_usable_kib = 0;
@@ -176,6 +163,21 @@ LargeReuse run_large_reuse(const char *mid_mib) {
   EXPECT_EQ(sscanf(r.out.c_str(), "%ld %zu", &out.faults, &out.mid_usable_kib), 2) << r.out;
   return out;
 }
+
+// The next large block takes the cached mapping with its pages: writing a
+// block of 24 MiB (6144 OS pages) after freeing another, beside six in use,
+// faults in almost none of them.
+TEST(Purge, CachedLargeMappingIsReusedWithItsPages) {
+  const LargeReuse r = run_large_reuse("0");
+  EXPECT_GE(r.faults, 0);
+  EXPECT_LT(r.faults, 512) << "the second block faulted its pages in afresh";
+}
+
+// A cached mapping is taken whole by a block that fills half of it or more,
+// so that a bigger block after it finds the pages still there: 24 MiB, then
+// 16 MiB in its mapping, then 24 MiB again faults in almost nothing.  A block
+// of less than half is given a mapping cut to its size (8 MiB: the rest goes
+// back to the OS), and the next 24 MiB faults in what was cut.
 
 TEST(Purge, CachedLargeMappingIsTakenWholeByABlockOfHalfOrMore) {
   const LargeReuse r = run_large_reuse("16");
