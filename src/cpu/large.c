@@ -7,10 +7,12 @@
  * one segment before the block (mm_segment_of rounds p - 1 down).
  *
  * Freed mappings wait in a small lock-free array, MM_LARGE_CACHE_BYTES of
- * them at most (or an eighth of the large bytes in use); the next large
- * block takes the one that fits best, whole if it fills half of
- * it or more (as realloc keeps a mapping), else resized with mremap, so the
- * pages it keeps need not be faulted in again (a program
+ * them at most (or a quarter of the large bytes in use; a freed mapping
+ * takes the room of smaller ones); the next large block takes the one that
+ * fits best, whole if it fills half of it or more (as realloc keeps a
+ * mapping), split at a segment boundary if it is bigger (the rest stays
+ * cached), else grown with mremap, so the pages it keeps need not be
+ * faulted in again (a program
  * that grows and frees big arrays in a loop otherwise pays a fault per
  * 4 KiB every time).  A mapping of up to MM_LARGE_CACHE_SMALL bytes is
  * always cached; a larger one only while a quarter of the bytes of large
@@ -44,7 +46,7 @@
 #define MM_HUGEPAGE_SIZE     ((size_t)2 << 20)
 #define MM_LARGE_CACHE_SMALL ((size_t)8 << 20)  /* mappings always cached up to this size */
 #define MM_LARGE_CACHE_BYTES ((size_t)64 << 20) /* bytes of all the cached mappings, at most, */
-#define MM_LARGE_CACHE_SHARE 8                  /* ... or an eighth of the bytes of large blocks in use */
+#define MM_LARGE_CACHE_SHARE 4                  /* ... or a quarter of the bytes of large blocks in use */
 #define MM_LARGE_PAGES_MAX   (MM_SEGMENT_SIZE - 1) /* OS pages an entry can name: 16 GiB of them */
 
 /* Cached mappings, 0 where none.  An entry is the mapping's address (a
@@ -58,12 +60,22 @@ static size_t mm_large_entry_size(uintptr_t entry) {
   return (size_t)(entry & (MM_SEGMENT_SIZE - 1)) * MM_OS_PAGE_SIZE;
 }
 
-/* Caches a freed mapping; false when it does not fit. */
+static mm_segment_t *mm_large_cache_smallest_below(size_t size);
+
+/* Caches a freed mapping; false when it does not fit.  Where the bound
+ * leaves no room, cached mappings smaller than it go back to the OS to make
+ * room, the smallest first: a big mapping serves more blocks (cut, or taken
+ * whole) than the small ones that cuts leave. */
 static bool mm_large_cache_push(mm_segment_t *seg) {
   size_t size = seg->mapped_size, in_use = mm_stats_large_bytes();
   if (size / MM_OS_PAGE_SIZE > MM_LARGE_PAGES_MAX) return false; /* not in an entry */
   if (size > MM_LARGE_CACHE_SMALL && size > in_use / 4) return false;
   size_t bound = in_use / MM_LARGE_CACHE_SHARE > MM_LARGE_CACHE_BYTES ? in_use / MM_LARGE_CACHE_SHARE : MM_LARGE_CACHE_BYTES;
+  while (mm_atomic_load_relaxed(&mm_large_cached_bytes) + size > bound) {
+    mm_segment_t *smaller = mm_large_cache_smallest_below(size);
+    if (smaller == NULL) break;
+    mm_os_free(smaller, smaller->mapped_size);
+  }
   if (mm_atomic_fetch_add(&mm_large_cached_bytes, size) + size <= bound) {
     uintptr_t entry = (uintptr_t)seg | (size / MM_OS_PAGE_SIZE);
     for (size_t i = 0; i < MM_LARGE_CACHE; i++) {
@@ -86,6 +98,21 @@ static mm_segment_t *mm_large_cache_take(size_t i, uintptr_t entry) {
 static mm_segment_t *mm_large_cache_take_any(size_t i) {
   uintptr_t entry = mm_atomic_load_relaxed(&mm_large_cache[i]);
   return entry != 0 ? mm_large_cache_take(i, entry) : NULL;
+}
+
+/* Takes the smallest cached mapping below `size` bytes; NULL when none. */
+static mm_segment_t *mm_large_cache_smallest_below(size_t size) {
+  size_t smallest = MM_LARGE_CACHE;
+  uintptr_t smallest_entry = 0;
+  for (size_t i = 0; i < MM_LARGE_CACHE; i++) {
+    uintptr_t entry = mm_atomic_load_relaxed(&mm_large_cache[i]);
+    if (entry == 0 || mm_large_entry_size(entry) >= size) continue;
+    if (smallest_entry == 0 || mm_large_entry_size(entry) < mm_large_entry_size(smallest_entry)) {
+      smallest = i;
+      smallest_entry = entry;
+    }
+  }
+  return smallest_entry != 0 ? mm_large_cache_take(smallest, smallest_entry) : NULL;
 }
 
 /* The cached mapping that best fits `mapped` bytes: the smallest that is
@@ -142,15 +169,38 @@ static mm_segment_t *mm_large_remap(mm_segment_t *seg, size_t mapped) {
   return seg;
 }
 
+/* Cuts the cached mapping `seg` for a block of `mapped` bytes at the first
+ * segment boundary after them; the rest stays cached as a mapping of its
+ * own (its header at its start), with the pages it holds.  Between the
+ * block and the boundary: part of the block where it then keeps no more
+ * than twice its size, else back to the OS.  NULL when no boundary lies
+ * inside the mapping past the block. */
+static mm_segment_t *mm_large_split(mm_segment_t *seg, size_t mapped) {
+  size_t front = (mapped + MM_SEGMENT_MASK) & ~MM_SEGMENT_MASK;
+  if (front >= seg->mapped_size) return NULL;
+  mm_segment_t *rest = (mm_segment_t *)((uint8_t *)seg + front);
+  rest->mapped_size = seg->mapped_size - front;
+  rest->purge_at = seg->purge_at;
+  if (!mm_large_cache_push(rest)) mm_os_free(rest, rest->mapped_size);
+  seg->mapped_size = front;
+  if (!mm_large_keeps(front, mapped)) {
+    mm_os_free((uint8_t *)seg + mapped, front - mapped);
+    seg->mapped_size = mapped;
+  }
+  return seg;
+}
+
 /* A cached mapping of at least `mapped` bytes, or NULL.  One of up to twice
  * that is taken whole, with its pages: bench-large at one thread made 493k
  * page faults in 1.30 s (peak RSS 385 MB) cutting every mapping it took to
- * the block, 414k in 1.05 s (420 MB) so.  A bigger one is cut to the size
- * (the cut goes back to the OS), a smaller one grown. */
+ * the block, 414k in 1.05 s (420 MB) so.  A bigger one is split
+ * (mm_large_split), a smaller one grown. */
 static mm_segment_t *mm_large_reuse(size_t mapped) {
   mm_segment_t *seg = mm_large_cache_best(mapped);
   if (seg == NULL) return NULL;
   if (mm_large_keeps(seg->mapped_size, mapped)) return seg;
+  mm_segment_t *split = mm_large_split(seg, mapped);
+  if (split != NULL) return split;
   mm_segment_t *resized = mm_large_remap(seg, mapped);
   if (resized == NULL) mm_os_free(seg, seg->mapped_size);
   return resized;

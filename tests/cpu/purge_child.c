@@ -20,6 +20,12 @@
  * of MIB MiB in use, writes and frees a seventh, then (with MID) writes and
  * frees a block of MID MiB, then writes an eighth of MIB MiB and prints the
  * page faults that took and the usable KiB of the MID block (0 without).
+ * `purge_child large-split` keeps six blocks of 24 MiB in use, writes and
+ * frees a seventh, allocates a block of 8 MiB, writes one of 11 MiB and
+ * prints the usable KiB of the first and the page faults the second took.
+ * `purge_child large-evict` keeps eight blocks of 24 MiB in use, writes six
+ * of 10 MiB and one of 30 MiB, frees them (the 30 MiB one last), writes
+ * another of 30 MiB and prints the page faults that took.
  * `purge_child large-best` keeps eight blocks of 24 MiB in use, allocates
  * blocks of 9, 20 and 12 MiB, frees them in that order and prints the usable KiB of the
  * block of 11 MiB allocated next.
@@ -158,6 +164,19 @@ static void *small_pages(void *block, size_t size) {
   return block;
 }
 
+/* Page faults that writing a new block of `size` bytes takes; -1 when
+ * malloc fails.  The block stays in *out. */
+static long faults_to_write(size_t size, void **out) {
+  struct rusage before, after;
+  getrusage(RUSAGE_SELF, &before);
+  char *block = small_pages(mm_malloc(size), size);
+  if (block == NULL) return -1;
+  memset(block, 0xa5, size);
+  getrusage(RUSAGE_SELF, &after);
+  *out = block;
+  return after.ru_minflt - before.ru_minflt;
+}
+
 static int large_reuse(size_t mib, size_t mid_mib) {
   const size_t size = mib << 20;
   void *live[6];
@@ -174,15 +193,43 @@ static int large_reuse(size_t mib, size_t mid_mib) {
     mid_usable_kib = mm_malloc_usable_size(mid) >> 10;
     mm_free(mid);
   }
-  struct rusage before, after;
-  getrusage(RUSAGE_SELF, &before);
-  char *second = small_pages(mm_malloc(size), size);
-  if (second == NULL) return 2;
-  memset(second, 0xa5, size);
-  getrusage(RUSAGE_SELF, &after);
-  printf("%ld %zu\n", after.ru_minflt - before.ru_minflt, mid_usable_kib);
+  void *second;
+  long faults = faults_to_write(size, &second);
+  if (faults < 0) return 2;
+  printf("%ld %zu\n", faults, mid_usable_kib);
   mm_free(second);
   release(live, 6);
+  return 0;
+}
+
+static int large_split(void) {
+  void *live[6], *small, *next;
+  if (!hold(live, 6, (size_t)24 << 20)) return 2;
+  if (faults_to_write((size_t)24 << 20, &small) < 0) return 2;
+  mm_free(small);
+  if ((small = mm_malloc((size_t)8 << 20)) == NULL) return 2;
+  long faults = faults_to_write((size_t)11 << 20, &next);
+  if (faults < 0) return 2;
+  printf("%zu %ld\n", mm_malloc_usable_size(small) >> 10, faults);
+  mm_free(next);
+  mm_free(small);
+  release(live, 6);
+  return 0;
+}
+
+static int large_evict(void) {
+  void *live[8], *freed[6], *big, *next;
+  if (!hold(live, 8, (size_t)24 << 20)) return 2;
+  for (int i = 0; i < 6; i++)
+    if (faults_to_write((size_t)10 << 20, &freed[i]) < 0) return 2;
+  if (faults_to_write((size_t)30 << 20, &big) < 0) return 2;
+  release(freed, 6);
+  mm_free(big);
+  long faults = faults_to_write((size_t)30 << 20, &next);
+  if (faults < 0) return 2;
+  printf("%ld\n", faults);
+  mm_free(next);
+  release(live, 8);
   return 0;
 }
 
@@ -240,6 +287,8 @@ int main(int argc, char **argv) {
   if (strcmp(mode, "growth") == 0) return growth();
   if (strcmp(mode, "hugepages") == 0) return hugepages();
   if (strcmp(mode, "large-best") == 0) return large_best();
+  if (strcmp(mode, "large-split") == 0) return large_split();
+  if (strcmp(mode, "large-evict") == 0) return large_evict();
   if (strcmp(mode, "large") == 0) return large(argc > 2 ? strtoul(argv[2], NULL, 10) : 6, argc > 3 ? atoi(argv[3]) : 1,
                                               argc > 4 ? atoi(argv[4]) : 0);
   if (strcmp(mode, "large-reuse") == 0)

@@ -175,10 +175,7 @@ TEST(Purge, CachedLargeMappingIsReusedWithItsPages) {
 
 // A cached mapping is taken whole by a block that fills half of it or more,
 // so that a bigger block after it finds the pages still there: 24 MiB, then
-// 16 MiB in its mapping, then 24 MiB again faults in almost nothing.  A block
-// of less than half is given a mapping cut to its size (8 MiB: the rest goes
-// back to the OS), and the next 24 MiB faults in what was cut.
-
+// 16 MiB in its mapping, then 24 MiB again faults in almost nothing.
 TEST(Purge, CachedLargeMappingIsTakenWholeByABlockOfHalfOrMore) {
   const LargeReuse r = run_large_reuse("16");
   EXPECT_GE(r.mid_usable_kib, 24u * 1024 - 64) << "the 16 MiB block should keep the 24 MiB mapping whole";
@@ -186,11 +183,32 @@ TEST(Purge, CachedLargeMappingIsTakenWholeByABlockOfHalfOrMore) {
   EXPECT_LT(r.faults, 512) << "the pages of the whole mapping should still be there";
 }
 
-TEST(Purge, CachedLargeMappingIsCutForABlockOfLessThanHalf) {
-  const LargeReuse r = run_large_reuse("8");
-  EXPECT_GE(r.mid_usable_kib, 8u * 1024);
-  EXPECT_LT(r.mid_usable_kib, 8u * 1024 + 64) << "an 8 MiB block should not hold a 24 MiB mapping";
-  EXPECT_GE(r.faults, 16 * 256 - 64) << "the cut 16 MiB should have gone back to the OS";
+// A block of less than half a cached mapping takes its front up to the next
+// segment boundary (8 MiB of a freed 24 MiB: 12 MiB), and the rest stays
+// cached with its pages: a block of 11 MiB written next faults in almost
+// none of its 2,816 OS pages (the rest went back to the OS before).
+TEST(Purge, CachedLargeMappingIsSplitForABlockOfLessThanHalf) {
+  const ProgramResult r = run_checked({MM_PURGE_CHILD, "large-split"}, {"MANYMALLOC_PURGE_DELAY=3600000"});
+  size_t small_usable_kib = 0;
+  long faults = -1;
+  ASSERT_EQ(sscanf(r.out.c_str(), "%zu %ld", &small_usable_kib, &faults), 2) << r.out;
+  EXPECT_GE(small_usable_kib, 8u * 1024);
+  EXPECT_LT(small_usable_kib, 12u * 1024) << "an 8 MiB block should not hold the 24 MiB mapping";
+  EXPECT_GE(faults, 0);
+  EXPECT_LT(faults, 512) << "the rest of the split mapping should have kept its pages";
+}
+
+// A freed mapping that the bound leaves no room for takes the room of
+// smaller cached ones: beside 192 MiB in use (a bound of 64 MiB), six freed
+// blocks of 10 MiB fill 60 MiB of it; a freed 30 MiB block sends three of
+// them back to the OS and stays cached, so the next 30 MiB block faults in
+// almost none of its 7,680 OS pages.
+TEST(Purge, FreedLargeMappingTakesTheRoomOfSmallerCachedOnes) {
+  const ProgramResult r = run_checked({MM_PURGE_CHILD, "large-evict"}, {"MANYMALLOC_PURGE_DELAY=3600000"});
+  long faults = -1;
+  ASSERT_EQ(sscanf(r.out.c_str(), "%ld", &faults), 1) << r.out;
+  EXPECT_GE(faults, 0);
+  EXPECT_LT(faults, 512) << "the freed 30 MiB mapping should have been cached";
 }
 
 // Of the cached mappings, the next large block takes the one that fits best:
