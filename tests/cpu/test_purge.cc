@@ -40,6 +40,15 @@ Resident run_child(const std::vector<std::string> &env, const char *mode = nullp
   return kib;
 }
 
+// The page faults that `purge_child MODE` prints, its freed memory kept
+// resident for an hour; -1 when it printed none.
+long faults_of_child(const char *mode) {
+  const ProgramResult r = run_checked({MM_PURGE_CHILD, mode}, {"MANYMALLOC_PURGE_DELAY=3600000"});
+  long faults = -1;
+  EXPECT_EQ(sscanf(r.out.c_str(), "%ld", &faults), 1) << r.out;
+  return faults;
+}
+
 constexpr size_t kFreedKib = 24 * 1024;
 // What a heap keeps however long it waits: its newest emptied segment (under
 // 4 MiB of blocks) and the first MiB of its empty span segment.
@@ -83,9 +92,7 @@ TEST(Purge, ExitedThreadsMemoryGoesBackAfterTheDelay) {
 // writing 24 MiB of blocks again faults in almost none of it (6144 pages
 // when it was given back at the exit).
 TEST(Purge, NextThreadReusesAnExitedThreadsMemory) {
-  const ProgramResult r = run_checked({MM_PURGE_CHILD, "reuse"}, {"MANYMALLOC_PURGE_DELAY=3600000"});
-  long faults = -1;
-  ASSERT_EQ(sscanf(r.out.c_str(), "%ld", &faults), 1) << r.out;
+  const long faults = faults_of_child("reuse");
   EXPECT_GE(faults, 0);
   EXPECT_LT(faults, 600) << "the exited thread's memory was faulted in again";
 }
@@ -204,9 +211,7 @@ TEST(Purge, CachedLargeMappingIsSplitForABlockOfLessThanHalf) {
 // them back to the OS and stays cached, so the next 30 MiB block faults in
 // almost none of its 7,680 OS pages.
 TEST(Purge, FreedLargeMappingTakesTheRoomOfSmallerCachedOnes) {
-  const ProgramResult r = run_checked({MM_PURGE_CHILD, "large-evict"}, {"MANYMALLOC_PURGE_DELAY=3600000"});
-  long faults = -1;
-  ASSERT_EQ(sscanf(r.out.c_str(), "%ld", &faults), 1) << r.out;
+  const long faults = faults_of_child("large-evict");
   EXPECT_GE(faults, 0);
   EXPECT_LT(faults, 512) << "the freed 30 MiB mapping should have been cached";
 }
