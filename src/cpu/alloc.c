@@ -92,7 +92,10 @@ MM_EXPORT void *mm_realloc(void *p, size_t size) {
   }
   if (mm_unlikely(mm_options.checked)) mm_checked_realloc(p);
   mm_segment_t *seg = mm_segment_of(p);
-  if (seg->kind == MM_SEGMENT_LARGE && size > MM_SIZE_CLASS_MAX) return mm_large_realloc(seg, p, size);
+  if (seg->kind == MM_SEGMENT_LARGE && size > MM_SIZE_CLASS_MAX) {
+    void *resized = mm_large_realloc(seg, p, size);
+    if (resized != NULL) return resized; /* else a new block and a copy, below */
+  }
   bool spans_serve = size >= MM_REALLOC_SPAN_MIN && size <= MM_SIZE_CLASS_MAX;
   if (seg->kind == MM_SEGMENT_SPAN && spans_serve && mm_span_resize(seg, p, size)) return p;
   size_t usable = mm_usable_size(p);

@@ -269,7 +269,11 @@ void mm_large_cache_expire(uint64_t now) {
 }
 
 /* Grows or shrinks in place when the mapping allows, else moves the pages
- * with mremap (no copy).  Called for sizes above MM_SIZE_CLASS_MAX. */
+ * with mremap (no copy).  Called for sizes above MM_SIZE_CLASS_MAX.  NULL,
+ * the block as it was, when mremap can do neither: out of memory, or the
+ * program gave part of the block other flags (madvise, mprotect), which
+ * splits the mapping into kernel mappings that mremap does not take as one
+ * (EFAULT); realloc then copies the block, as glibc does. */
 void *mm_large_realloc(mm_segment_t *seg, void *p, size_t size) {
   if (mm_large_keeps(seg->block_size, size)) return p;
   size_t mapped = mm_large_mapping(seg->block_offset, size);
