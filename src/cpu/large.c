@@ -174,7 +174,9 @@ static mm_segment_t *mm_large_remap(mm_segment_t *seg, size_t mapped) {
  * own (its header at its start), with the pages it holds.  Between the
  * block and the boundary: part of the block where it then keeps no more
  * than twice its size, else back to the OS.  NULL when no boundary lies
- * inside the mapping past the block. */
+ * inside the mapping past the block.  Of the rest's header only its size
+ * and purge time are written here, over the freed block's bytes; the
+ * block that takes it writes the others (mm_large_alloc). */
 static mm_segment_t *mm_large_split(mm_segment_t *seg, size_t mapped) {
   size_t front = (mapped + MM_SEGMENT_MASK) & ~MM_SEGMENT_MASK;
   if (front >= seg->mapped_size) return NULL;
@@ -233,6 +235,7 @@ void *mm_large_alloc(size_t size, size_t alignment, bool zero) {
     if (seg == NULL) return NULL;
     if (mm_options.large_hugepages && !zero && mapped >= MM_HUGEPAGE_SIZE) mm_os_advise_hugepages(seg, mapped);
   }
+  seg->heap = NULL; /* a split mapping's rest has a block's old bytes here: free must never match */
   seg->kind = MM_SEGMENT_LARGE;
   seg->page_shift = 63;
   seg->mapped_size = mapped;

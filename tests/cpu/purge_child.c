@@ -23,6 +23,10 @@
  * `purge_child large-split` keeps six blocks of 24 MiB in use, writes and
  * frees a seventh, allocates a block of 8 MiB, writes one of 11 MiB and
  * prints the usable KiB of the first and the page faults the second took.
+ * `purge_child large-split-header` writes the thread's heap where an 8 MiB
+ * block's split of a freed 24 MiB mapping puts the rest's header, takes
+ * that rest for a block of 11 MiB, frees it and prints the large blocks
+ * counted before and after that free.
  * `purge_child large-evict` keeps eight blocks of 24 MiB in use, writes six
  * of 10 MiB and one of 30 MiB, frees them (the 30 MiB one last), writes
  * another of 30 MiB and prints the page faults that took.
@@ -217,6 +221,29 @@ static int large_split(void) {
   return 0;
 }
 
+/* The rest of a split mapping starts a header of its own, where the freed
+ * block's bytes lay: here the one a block's header must never hold, the
+ * thread's heap (the first word of any small block's segment header). */
+static int large_split_header(void) {
+  const size_t segment = (size_t)4 << 20, header = 4096;
+  void *live[6], *small = mm_malloc(16), *big, *front, *rest_block;
+  if (small == NULL || !hold(live, 6, (size_t)24 << 20)) return 2;
+  uintptr_t heap = *(const uintptr_t *)(((uintptr_t)small - 1) & ~(uintptr_t)(segment - 1));
+  if ((big = mm_calloc(1, (size_t)24 << 20)) == NULL) return 2;
+  *(uintptr_t *)((uint8_t *)big - header + 3 * segment) = heap; /* the rest of an 8 MiB split */
+  mm_free(big);
+  if ((front = mm_malloc((size_t)8 << 20)) == NULL || (rest_block = mm_malloc((size_t)11 << 20)) == NULL) return 2;
+  mm_stats_t before, after;
+  mm_stats_get(&before);
+  mm_free(rest_block);
+  mm_stats_get(&after);
+  printf("%zu %zu\n", before.large_blocks, after.large_blocks);
+  mm_free(front);
+  mm_free(small);
+  release(live, 6);
+  return 0;
+}
+
 static int large_evict(void) {
   void *live[8], *freed[6], *big, *next;
   if (!hold(live, 8, (size_t)24 << 20)) return 2;
@@ -289,6 +316,7 @@ int main(int argc, char **argv) {
   if (strcmp(mode, "large-best") == 0) return large_best();
   if (strcmp(mode, "large-split") == 0) return large_split();
   if (strcmp(mode, "large-evict") == 0) return large_evict();
+  if (strcmp(mode, "large-split-header") == 0) return large_split_header();
   if (strcmp(mode, "large") == 0) return large(argc > 2 ? strtoul(argv[2], NULL, 10) : 6, argc > 3 ? atoi(argv[3]) : 1,
                                               argc > 4 ? atoi(argv[4]) : 0);
   if (strcmp(mode, "large-reuse") == 0)

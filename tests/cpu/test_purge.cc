@@ -205,6 +205,17 @@ TEST(Purge, CachedLargeMappingIsSplitForABlockOfLessThanHalf) {
   EXPECT_LT(faults, 512) << "the rest of the split mapping should have kept its pages";
 }
 
+// The rest of a split mapping begins with a header of its own, written over
+// the freed block's bytes; a block taken from it is freed as a large block
+// whatever those bytes were, even the thread's heap, which the free fast
+// path compares with the header's first word.
+TEST(Purge, BlockFromASplitMappingIsFreedAsALargeBlock) {
+  const ProgramResult r = run_checked({MM_PURGE_CHILD, "large-split-header"}, {"MANYMALLOC_PURGE_DELAY=3600000"});
+  size_t before = 0, after = 0;
+  ASSERT_EQ(sscanf(r.out.c_str(), "%zu %zu", &before, &after), 2) << r.out;
+  EXPECT_EQ(after + 1, before) << "the block from the split mapping was not freed as a large block";
+}
+
 // A freed mapping that the bound leaves no room for takes the room of
 // smaller cached ones: beside 192 MiB in use (a bound of 64 MiB), six freed
 // blocks of 10 MiB fill 60 MiB of it; a freed 30 MiB block sends three of
