@@ -60,33 +60,6 @@ static size_t mm_large_entry_size(uintptr_t entry) {
   return (size_t)(entry & (MM_SEGMENT_SIZE - 1)) * MM_OS_PAGE_SIZE;
 }
 
-static mm_segment_t *mm_large_cache_smallest_below(size_t size);
-
-/* Caches a freed mapping; false when it does not fit.  Where the bound
- * leaves no room, cached mappings smaller than it go back to the OS to make
- * room, the smallest first: a big mapping serves more blocks (cut, or taken
- * whole) than the small ones that cuts leave. */
-static bool mm_large_cache_push(mm_segment_t *seg) {
-  size_t size = seg->mapped_size, in_use = mm_stats_large_bytes();
-  if (size / MM_OS_PAGE_SIZE > MM_LARGE_PAGES_MAX) return false; /* not in an entry */
-  if (size > MM_LARGE_CACHE_SMALL && size > in_use / 4) return false;
-  size_t bound = in_use / MM_LARGE_CACHE_SHARE > MM_LARGE_CACHE_BYTES ? in_use / MM_LARGE_CACHE_SHARE : MM_LARGE_CACHE_BYTES;
-  while (mm_atomic_load_relaxed(&mm_large_cached_bytes) + size > bound) {
-    mm_segment_t *smaller = mm_large_cache_smallest_below(size);
-    if (smaller == NULL) break;
-    mm_os_free(smaller, smaller->mapped_size);
-  }
-  if (mm_atomic_fetch_add(&mm_large_cached_bytes, size) + size <= bound) {
-    uintptr_t entry = (uintptr_t)seg | (size / MM_OS_PAGE_SIZE);
-    for (size_t i = 0; i < MM_LARGE_CACHE; i++) {
-      uintptr_t empty = 0;
-      if (mm_atomic_load_relaxed(&mm_large_cache[i]) == 0 && mm_atomic_cas(&mm_large_cache[i], &empty, entry)) return true;
-    }
-  }
-  mm_atomic_fetch_add(&mm_large_cached_bytes, (uintptr_t)0 - size);
-  return false;
-}
-
 /* Takes entry `i` if it still holds `entry`. */
 static mm_segment_t *mm_large_cache_take(size_t i, uintptr_t entry) {
   if (!mm_atomic_cas(&mm_large_cache[i], &entry, 0)) return NULL;
@@ -113,6 +86,31 @@ static mm_segment_t *mm_large_cache_smallest_below(size_t size) {
     }
   }
   return smallest_entry != 0 ? mm_large_cache_take(smallest, smallest_entry) : NULL;
+}
+
+/* Caches a freed mapping; false when it does not fit.  Where the bound
+ * leaves no room, cached mappings smaller than it go back to the OS to make
+ * room, the smallest first: a big mapping serves more blocks (cut, or taken
+ * whole) than the small ones that cuts leave. */
+static bool mm_large_cache_push(mm_segment_t *seg) {
+  size_t size = seg->mapped_size, in_use = mm_stats_large_bytes();
+  if (size / MM_OS_PAGE_SIZE > MM_LARGE_PAGES_MAX) return false; /* not in an entry */
+  if (size > MM_LARGE_CACHE_SMALL && size > in_use / 4) return false;
+  size_t bound = in_use / MM_LARGE_CACHE_SHARE > MM_LARGE_CACHE_BYTES ? in_use / MM_LARGE_CACHE_SHARE : MM_LARGE_CACHE_BYTES;
+  while (mm_atomic_load_relaxed(&mm_large_cached_bytes) + size > bound) {
+    mm_segment_t *smaller = mm_large_cache_smallest_below(size);
+    if (smaller == NULL) break;
+    mm_os_free(smaller, smaller->mapped_size);
+  }
+  if (mm_atomic_fetch_add(&mm_large_cached_bytes, size) + size <= bound) {
+    uintptr_t entry = (uintptr_t)seg | (size / MM_OS_PAGE_SIZE);
+    for (size_t i = 0; i < MM_LARGE_CACHE; i++) {
+      uintptr_t empty = 0;
+      if (mm_atomic_load_relaxed(&mm_large_cache[i]) == 0 && mm_atomic_cas(&mm_large_cache[i], &empty, entry)) return true;
+    }
+  }
+  mm_atomic_fetch_add(&mm_large_cached_bytes, (uintptr_t)0 - size);
+  return false;
 }
 
 /* The cached mapping that best fits `mapped` bytes: the smallest that is
