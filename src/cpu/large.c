@@ -283,13 +283,13 @@ void *mm_large_realloc(mm_segment_t *seg, void *p, size_t size) {
     return NULL;
   }
   size_t old_block = seg->block_size;
+  /* out of the checked-mode registry before the pages move: once they have,
+     another thread's new mapping may start at this address */
+  mm_checked_on_unmap(seg, false);
   mm_segment_t *resized = mm_large_remap(seg, mapped);
+  mm_checked_on_map(resized != NULL ? resized : seg);
   if (resized == NULL) return NULL;
-  if (resized != seg) {
-    mm_checked_on_unmap(seg, false);
-    seg = resized;
-    mm_checked_on_map(seg);
-  }
+  seg = resized;
   seg->block_size = mapped - seg->block_offset;
   mm_stats_large(0, (intptr_t)seg->block_size - (intptr_t)old_block);
   return (uint8_t *)seg + seg->block_offset;

@@ -2,7 +2,7 @@
  * so that checked mode (MANYMALLOC_CHECKED=1, read when the allocator starts)
  * can be watched from outside. It prints the pointer it is about to misuse on
  * stdout, so the test can find it named in the allocator's message.
- * Usage: checked_child normal|double-free|double-free-later|double-free-large|
+ * Usage: checked_child normal|large-threads|double-free|double-free-later|double-free-large|
  *                      double-free-remote|double-free-aligned|free-stack|free-interior|
  *                      free-never-allocated */
 #include <manymalloc/manymalloc.h>
@@ -44,6 +44,42 @@ static int run_normal(void) {
   mm_free(mm_pvalloc(10));
   mm_free(NULL);
   return 0;
+}
+
+/* Threads that grow, shrink and move large blocks at once: their mappings
+ * come and go at the same addresses, which checked mode must follow. */
+#define LARGE_THREADS 8
+#define LARGE_SLOTS   8
+
+static void *large_worker(void *arg) {
+  uint64_t state = (uintptr_t)arg * 0x9e3779b97f4a7c15u + 1;
+  unsigned char *slot[LARGE_SLOTS] = {0};
+  for (int i = 0; i < 6000; i++) {
+    state ^= state << 13, state ^= state >> 7, state ^= state << 17;
+    int k = (int)(state % LARGE_SLOTS);
+    size_t size = ((size_t)1 << 20) + (size_t)(state >> 8) % ((size_t)24 << 20);
+    unsigned op = (unsigned)((state >> 40) % 3);
+    if (op != 1) mm_free(slot[k]);
+    unsigned char *p = op == 0 ? NULL : op == 1 ? mm_realloc(slot[k], size) : mm_malloc(size);
+    if (op != 0 && p == NULL) return arg; /* a failure: the thread's result is not NULL */
+    if (p != NULL) p[0] = p[size - 1] = (unsigned char)i;
+    slot[k] = p;
+  }
+  for (int k = 0; k < LARGE_SLOTS; k++) mm_free(slot[k]);
+  return NULL;
+}
+
+static int run_large_threads(void) {
+  pthread_t threads[LARGE_THREADS];
+  for (uintptr_t i = 0; i < LARGE_THREADS; i++)
+    if (pthread_create(&threads[i], NULL, large_worker, (void *)(i + 1)) != 0) return 2;
+  int failed = 0;
+  for (int i = 0; i < LARGE_THREADS; i++) {
+    void *result;
+    pthread_join(threads[i], &result);
+    failed |= result != NULL;
+  }
+  return failed ? 3 : 0;
 }
 
 static char never_allocated[4096] __attribute__((aligned(64)));
@@ -110,5 +146,7 @@ int main(int argc, char **argv) {
     fprintf(stderr, "usage: checked_child MODE\n");
     return 2;
   }
-  return strcmp(argv[1], "normal") == 0 ? run_normal() : run_misuse(argv[1]);
+  if (strcmp(argv[1], "normal") == 0) return run_normal();
+  if (strcmp(argv[1], "large-threads") == 0) return run_large_threads();
+  return run_misuse(argv[1]);
 }

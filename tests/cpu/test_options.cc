@@ -85,6 +85,15 @@ TEST(Checked, CorrectProgramRunsCleanly) {
   }
 }
 
+// Large blocks grown, shrunk and moved by eight threads at once: a mapping
+// that moves frees its address for another thread's new one, and checked
+// mode must not take that one for a wild pointer.
+TEST(Checked, ThreadsMovingLargeBlocksRunCleanly) {
+  const ProgramResult r = run_program({MM_CHECKED_CHILD, "large-threads"}, {kChecked});
+  EXPECT_TRUE(WIFEXITED(r.status) && WEXITSTATUS(r.status) == 0) << status_string(r.status) << "\n" << r.err;
+  EXPECT_EQ(r.err.find("manymalloc: "), std::string::npos) << r.err;
+}
+
 TEST(Verbose, StatisticsAtExitOnlyWhenAsked) {
   const ProgramResult quiet = run_program({MM_CHECKED_CHILD, "normal"});
   const ProgramResult verbose = run_program({MM_CHECKED_CHILD, "normal"}, {"MANYMALLOC_VERBOSE=1"});
