@@ -73,19 +73,40 @@ static mm_segment_t *mm_large_cache_take_any(size_t i) {
   return entry != 0 ? mm_large_cache_take(i, entry) : NULL;
 }
 
-/* Takes the smallest cached mapping below `size` bytes; NULL when none. */
-static mm_segment_t *mm_large_cache_smallest_below(size_t size) {
-  size_t smallest = MM_LARGE_CACHE;
-  uintptr_t smallest_entry = 0;
+/* Whether a cached mapping of `size` bytes serves `want` better than the
+ * one of `chosen` bytes found so far (0: none yet). */
+typedef bool mm_large_prefers_t(size_t size, size_t chosen, size_t want);
+
+/* Best fit: the smallest mapping as big as `want`, else the biggest. */
+static bool mm_large_fits_better(size_t size, size_t chosen, size_t want) {
+  return chosen == 0 || (size >= want ? chosen < want || size < chosen : size > chosen);
+}
+
+/* The smallest mapping below `want`. */
+static bool mm_large_smaller_below(size_t size, size_t chosen, size_t want) {
+  return size < want && (chosen == 0 || size < chosen);
+}
+
+/* The index of the cached mapping that `prefers` chooses for `want`, its
+ * entry in *entry; MM_LARGE_CACHE when it chooses none. */
+static size_t mm_large_cache_choose(mm_large_prefers_t *prefers, size_t want, uintptr_t *entry) {
+  size_t chosen = MM_LARGE_CACHE;
+  *entry = 0;
   for (size_t i = 0; i < MM_LARGE_CACHE; i++) {
-    uintptr_t entry = mm_atomic_load_relaxed(&mm_large_cache[i]);
-    if (entry == 0 || mm_large_entry_size(entry) >= size) continue;
-    if (smallest_entry == 0 || mm_large_entry_size(entry) < mm_large_entry_size(smallest_entry)) {
-      smallest = i;
-      smallest_entry = entry;
+    uintptr_t candidate = mm_atomic_load_relaxed(&mm_large_cache[i]);
+    if (candidate != 0 && prefers(mm_large_entry_size(candidate), mm_large_entry_size(*entry), want)) {
+      chosen = i;
+      *entry = candidate;
     }
   }
-  return smallest_entry != 0 ? mm_large_cache_take(smallest, smallest_entry) : NULL;
+  return chosen;
+}
+
+/* Takes the smallest cached mapping below `size` bytes; NULL when none. */
+static mm_segment_t *mm_large_cache_smallest_below(size_t size) {
+  uintptr_t entry;
+  size_t i = mm_large_cache_choose(mm_large_smaller_below, size, &entry);
+  return i < MM_LARGE_CACHE ? mm_large_cache_take(i, entry) : NULL;
 }
 
 /* Caches a freed mapping; false when it does not fit.  Where the bound
@@ -122,20 +143,10 @@ static bool mm_large_cache_push(mm_segment_t *seg) {
  * big. */
 static mm_segment_t *mm_large_cache_best(size_t mapped) {
   for (int attempt = 0; attempt < 4; attempt++) {
-    size_t best = MM_LARGE_CACHE;
-    uintptr_t best_entry = 0;
-    for (size_t i = 0; i < MM_LARGE_CACHE; i++) {
-      uintptr_t entry = mm_atomic_load_relaxed(&mm_large_cache[i]);
-      if (entry == 0) continue;
-      size_t size = mm_large_entry_size(entry), best_size = mm_large_entry_size(best_entry);
-      bool better = best_entry == 0 || (size >= mapped ? best_size < mapped || size < best_size : size > best_size);
-      if (better) {
-        best = i;
-        best_entry = entry;
-      }
-    }
-    if (best_entry == 0) return NULL;
-    mm_segment_t *seg = mm_large_cache_take(best, best_entry);
+    uintptr_t entry;
+    size_t i = mm_large_cache_choose(mm_large_fits_better, mapped, &entry);
+    if (i == MM_LARGE_CACHE) return NULL;
+    mm_segment_t *seg = mm_large_cache_take(i, entry);
     if (seg != NULL) return seg;
   }
   return NULL;
@@ -182,11 +193,9 @@ static mm_segment_t *mm_large_split(mm_segment_t *seg, size_t mapped) {
   rest->mapped_size = seg->mapped_size - front;
   rest->purge_at = seg->purge_at;
   if (!mm_large_cache_push(rest)) mm_os_free(rest, rest->mapped_size);
-  seg->mapped_size = front;
-  if (!mm_large_keeps(front, mapped)) {
-    mm_os_free((uint8_t *)seg + mapped, front - mapped);
-    seg->mapped_size = mapped;
-  }
+  size_t kept = mm_large_keeps(front, mapped) ? front : mapped;
+  if (kept < front) mm_os_free((uint8_t *)seg + kept, front - kept);
+  seg->mapped_size = kept;
   return seg;
 }
 
