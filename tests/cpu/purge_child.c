@@ -168,14 +168,21 @@ static void *small_pages(void *block, size_t size) {
   return block;
 }
 
+/* A new block of `size` bytes in 4 KiB pages, written through; NULL when
+ * malloc fails. */
+static void *written_block(size_t size) {
+  void *block = small_pages(mm_malloc(size), size);
+  if (block != NULL) memset(block, 0xa5, size);
+  return block;
+}
+
 /* Page faults that writing a new block of `size` bytes takes; -1 when
  * malloc fails.  The block stays in *out. */
 static long faults_to_write(size_t size, void **out) {
   struct rusage before, after;
   getrusage(RUSAGE_SELF, &before);
-  char *block = small_pages(mm_malloc(size), size);
+  void *block = written_block(size);
   if (block == NULL) return -1;
-  memset(block, 0xa5, size);
   getrusage(RUSAGE_SELF, &after);
   *out = block;
   return after.ru_minflt - before.ru_minflt;
@@ -185,15 +192,13 @@ static int large_reuse(size_t mib, size_t mid_mib) {
   const size_t size = mib << 20;
   void *live[6];
   if (!hold(live, 6, size)) return 2;
-  char *first = small_pages(mm_malloc(size), size);
+  void *first = written_block(size);
   if (first == NULL) return 2;
-  memset(first, 0x5a, size);
   mm_free(first);
   size_t mid_usable_kib = 0;
   if (mid_mib > 0) {
-    char *mid = small_pages(mm_malloc(mid_mib << 20), mid_mib << 20);
+    void *mid = written_block(mid_mib << 20);
     if (mid == NULL) return 2;
-    memset(mid, 0x3c, mid_mib << 20);
     mid_usable_kib = mm_malloc_usable_size(mid) >> 10;
     mm_free(mid);
   }
@@ -209,7 +214,7 @@ static int large_reuse(size_t mib, size_t mid_mib) {
 static int large_split(void) {
   void *live[6], *small, *next;
   if (!hold(live, 6, (size_t)24 << 20)) return 2;
-  if (faults_to_write((size_t)24 << 20, &small) < 0) return 2;
+  if ((small = written_block((size_t)24 << 20)) == NULL) return 2;
   mm_free(small);
   if ((small = mm_malloc((size_t)8 << 20)) == NULL) return 2;
   long faults = faults_to_write((size_t)11 << 20, &next);
@@ -248,8 +253,8 @@ static int large_evict(void) {
   void *live[8], *freed[6], *big, *next;
   if (!hold(live, 8, (size_t)24 << 20)) return 2;
   for (int i = 0; i < 6; i++)
-    if (faults_to_write((size_t)10 << 20, &freed[i]) < 0) return 2;
-  if (faults_to_write((size_t)30 << 20, &big) < 0) return 2;
+    if ((freed[i] = written_block((size_t)10 << 20)) == NULL) return 2;
+  if ((big = written_block((size_t)30 << 20)) == NULL) return 2;
   release(freed, 6);
   mm_free(big);
   long faults = faults_to_write((size_t)30 << 20, &next);
