@@ -40,10 +40,20 @@ Resident run_child(const std::vector<std::string> &env, const char *mode = nullp
   return kib;
 }
 
-// The page faults that `purge_child MODE` prints, its freed memory kept
-// resident for an hour; -1 when it printed none.
+// Freed memory stays resident for an hour: a test reads what the allocator
+// keeps, not what a delay gave back meanwhile.
+constexpr const char *kKeepFreed = "MANYMALLOC_PURGE_DELAY=3600000";
+
+// `purge_child ARGS...` with freed memory kept.
+ProgramResult run_kept(std::vector<std::string> args) {
+  args.insert(args.begin(), MM_PURGE_CHILD);
+  return run_checked(args, {kKeepFreed});
+}
+
+// The page faults that `purge_child MODE` prints, its freed memory kept;
+// -1 when it printed none.
 long faults_of_child(const char *mode) {
-  const ProgramResult r = run_checked({MM_PURGE_CHILD, mode}, {"MANYMALLOC_PURGE_DELAY=3600000"});
+  const ProgramResult r = run_kept({mode});
   long faults = -1;
   EXPECT_EQ(sscanf(r.out.c_str(), "%ld", &faults), 1) << r.out;
   return faults;
@@ -55,7 +65,7 @@ constexpr size_t kFreedKib = 24 * 1024;
 constexpr size_t kKeptKib = 5 * 1024;
 
 TEST(Purge, LongDelayKeepsFreedMemoryUntilCollect) {
-  const Resident kib = run_child({"MANYMALLOC_PURGE_DELAY=3600000"});
+  const Resident kib = run_child({kKeepFreed});
   EXPECT_GE(kib.after_free, kFreedKib - 64);
   EXPECT_GE(kib.after_delay, kFreedKib - 64) << "given back before its delay";
   EXPECT_LE(kib.after_collect, 64u);
@@ -76,7 +86,7 @@ TEST(Purge, ZeroDelayGivesFreedMemoryBackAtOnce) {
 // A thread's exit hands its emptied segments over as they are, for the
 // threads after it; they go back like any others once their delay is over.
 TEST(Purge, ExitedThreadsMemoryWaitsForItsDelay) {
-  const Resident kib = run_child({"MANYMALLOC_PURGE_DELAY=3600000"}, "thread");
+  const Resident kib = run_child({kKeepFreed}, "thread");
   EXPECT_GE(kib.after_free, kFreedKib - 64) << "given back at the thread's exit";
   EXPECT_GE(kib.after_delay, kFreedKib - 64) << "given back before its delay";
   EXPECT_LE(kib.after_collect, 64u);
@@ -109,12 +119,12 @@ size_t resident_after_growth(const std::vector<std::string> &env) {
 }
 
 TEST(Purge, GrowthGivesBackWholeFreeRunsWithFewThreads) {
-  EXPECT_LE(resident_after_growth({"MANYMALLOC_PURGE_DELAY=3600000"}), 64u);
+  EXPECT_LE(resident_after_growth({kKeepFreed}), 64u);
 }
 
 TEST(Purge, GrowthGivesBackOnlyItsOwnSizeWithManyThreads) {
   // 640 KiB of growth against 3072 KiB of free memory
-  const size_t kib = resident_after_growth({"MANYMALLOC_PURGE_DELAY=3600000", "MANYMALLOC_SHRINK_THREADS=0"});
+  const size_t kib = resident_after_growth({kKeepFreed, "MANYMALLOC_SHRINK_THREADS=0"});
   EXPECT_GE(kib, 3072u - 640 - 256) << "gave back more than it grew";
   EXPECT_LE(kib, 3072u - 640 + 64) << "gave back less than it grew";
 }
@@ -131,7 +141,7 @@ TEST(Purge, CachedLargeBlockGoesBackAfterTheDelay) {
 }
 
 TEST(Purge, LongDelayKeepsACachedLargeBlockUntilCollect) {
-  const Resident kib = run_child({"MANYMALLOC_PURGE_DELAY=3600000"}, "large");
+  const Resident kib = run_child({kKeepFreed}, "large");
   EXPECT_GE(kib.after_delay, kLargeKib - 64) << "given back before its delay";
   EXPECT_EQ(kib.after_collect, 0u);
 }
@@ -140,7 +150,7 @@ TEST(Purge, LongDelayKeepsACachedLargeBlockUntilCollect) {
 // large blocks in use is as much (src/cpu/large.c): alone, one of 20 MiB goes
 // back at once.
 TEST(Purge, LoneLargeMappingAboveTheCacheFloorGoesBackAtOnce) {
-  const Resident kib = run_child({"MANYMALLOC_PURGE_DELAY=3600000"}, "large", {"20", "1", "0"});
+  const Resident kib = run_child({kKeepFreed}, "large", {"20", "1", "0"});
   EXPECT_EQ(kib.after_free, 0u) << "a lone 20 MiB mapping should not be cached";
 }
 
@@ -149,7 +159,7 @@ TEST(Purge, LoneLargeMappingAboveTheCacheFloorGoesBackAtOnce) {
 // emptied.
 TEST(Purge, CachedLargeMappingsStayWithinTheirBound) {
   constexpr size_t kBlockKib = 20 * 1024, kBoundKib = 64 * 1024;
-  const Resident kib = run_child({"MANYMALLOC_PURGE_DELAY=3600000"}, "large", {"20", "4", "8"});
+  const Resident kib = run_child({kKeepFreed}, "large", {"20", "4", "8"});
   EXPECT_GE(kib.after_free, 3 * kBlockKib - 64) << "the cache should keep three freed mappings";
   EXPECT_LE(kib.after_free, kBoundKib) << "the cache kept more than its bound";
   EXPECT_EQ(kib.after_collect, 0u);
@@ -164,8 +174,7 @@ struct LargeReuse {
 };
 
 LargeReuse run_large_reuse(const char *mid_mib) {
-  const ProgramResult r =
-      run_checked({MM_PURGE_CHILD, "large-reuse", "24", mid_mib}, {"MANYMALLOC_PURGE_DELAY=3600000"});
+  const ProgramResult r = run_kept({"large-reuse", "24", mid_mib});
   LargeReuse out;
   EXPECT_EQ(sscanf(r.out.c_str(), "%ld %zu", &out.faults, &out.mid_usable_kib), 2) << r.out;
   return out;
@@ -195,7 +204,7 @@ TEST(Purge, CachedLargeMappingIsTakenWholeByABlockOfHalfOrMore) {
 // cached with its pages: a block of 11 MiB written next faults in almost
 // none of its 2,816 OS pages (the rest went back to the OS before).
 TEST(Purge, CachedLargeMappingIsSplitForABlockOfLessThanHalf) {
-  const ProgramResult r = run_checked({MM_PURGE_CHILD, "large-split"}, {"MANYMALLOC_PURGE_DELAY=3600000"});
+  const ProgramResult r = run_kept({"large-split"});
   size_t small_usable_kib = 0;
   long faults = -1;
   ASSERT_EQ(sscanf(r.out.c_str(), "%zu %ld", &small_usable_kib, &faults), 2) << r.out;
@@ -210,7 +219,7 @@ TEST(Purge, CachedLargeMappingIsSplitForABlockOfLessThanHalf) {
 // whatever those bytes were, even the thread's heap, which the free fast
 // path compares with the header's first word.
 TEST(Purge, BlockFromASplitMappingIsFreedAsALargeBlock) {
-  const ProgramResult r = run_checked({MM_PURGE_CHILD, "large-split-header"}, {"MANYMALLOC_PURGE_DELAY=3600000"});
+  const ProgramResult r = run_kept({"large-split-header"});
   size_t before = 0, after = 0;
   ASSERT_EQ(sscanf(r.out.c_str(), "%zu %zu", &before, &after), 2) << r.out;
   EXPECT_EQ(after + 1, before) << "the block from the split mapping was not freed as a large block";
@@ -231,7 +240,7 @@ TEST(Purge, FreedLargeMappingTakesTheRoomOfSmallerCachedOnes) {
 // after freeing blocks of 9, 20 and 12 MiB, one of 11 MiB takes the 12 MiB
 // mapping whole (not the oldest, grown; nor the 20 MiB one, cut).
 TEST(Purge, LargeBlockTakesTheBestFittingCachedMapping) {
-  const ProgramResult r = run_checked({MM_PURGE_CHILD, "large-best"}, {"MANYMALLOC_PURGE_DELAY=3600000"});
+  const ProgramResult r = run_kept({"large-best"});
   size_t usable_kib = 0;
   ASSERT_EQ(sscanf(r.out.c_str(), "%zu", &usable_kib), 1) << r.out;
   EXPECT_GE(usable_kib, 12u * 1024 - 64) << "the 12 MiB mapping should have been taken whole";
