@@ -235,26 +235,34 @@ TEST(Api, ReallocPreservesContentAcrossClasses) {
   mm_free(p);
 }
 
+// A tagged block of 8 MiB whose mapping a madvise of the MiB at `offset`
+// splits in the kernel; NULL when malloc or madvise fails.
+void *block_with_split_mapping(size_t offset, uint64_t tag) {
+  void *p = mm_malloc(8 * MiB);
+  if (p == nullptr) return nullptr;
+  tag_fill(p, 8 * MiB, tag, TagSpan::all);
+  const uintptr_t os_page = uintptr_t(sysconf(_SC_PAGESIZE));
+  const uintptr_t at = (reinterpret_cast<uintptr_t>(p) + offset) & ~(os_page - 1);
+  if (madvise(reinterpret_cast<void *>(at), MiB, MADV_NOHUGEPAGE) != 0) {
+    mm_free(p);
+    return nullptr;
+  }
+  return p;
+}
+
 // A program may give part of a large block other flags (madvise, mprotect),
 // which splits its mapping in the kernel: mremap then fails on the whole
 // (EFAULT), and realloc must still grow and shrink it, by copying.
 TEST(Api, ReallocOfLargeBlockWithASplitMappingKeepsItsContents) {
   const uint64_t tag = tag_make(3, 9);
-  void *p = mm_malloc(8 * MiB);
+  void *p = block_with_split_mapping(4 * MiB, tag);
   ASSERT_NE(p, nullptr);
-  tag_fill(p, 8 * MiB, tag, TagSpan::all);
-  const long os_page = sysconf(_SC_PAGESIZE);
-  const uintptr_t middle = (reinterpret_cast<uintptr_t>(p) + 4 * MiB) & ~uintptr_t(os_page - 1);
-  ASSERT_EQ(madvise(reinterpret_cast<void *>(middle), MiB, MADV_NOHUGEPAGE), 0);
   void *grown = mm_realloc(p, 64 * MiB);
   ASSERT_NE(grown, nullptr) << "realloc failed on a block whose mapping is split";
   EXPECT_TRUE(tag_check(grown, 8 * MiB, tag, TagSpan::all));
-  void *moved = mm_malloc(8 * MiB);
-  ASSERT_NE(moved, nullptr);
-  tag_fill(moved, 8 * MiB, tag, TagSpan::all);
-  const uintptr_t inner = (reinterpret_cast<uintptr_t>(moved) + 2 * MiB) & ~uintptr_t(os_page - 1);
-  ASSERT_EQ(madvise(reinterpret_cast<void *>(inner), MiB, MADV_NOHUGEPAGE), 0);
-  void *shrunk = mm_realloc(moved, 3 * MiB);
+  void *q = block_with_split_mapping(2 * MiB, tag);
+  ASSERT_NE(q, nullptr);
+  void *shrunk = mm_realloc(q, 3 * MiB);
   ASSERT_NE(shrunk, nullptr);
   EXPECT_TRUE(tag_check(shrunk, 3 * MiB, tag, TagSpan::all));
   mm_free(grown);

@@ -28,6 +28,12 @@ uintptr_t reported_pointer(const std::string &err, const std::string &message) {
   return at == std::string::npos ? 0 : strtoull(err.c_str() + at + prefix.size() - 2, nullptr, 16);
 }
 
+// A correct program's run: it exits 0 and the allocator reports nothing.
+void expect_clean(const ProgramResult &r, const std::string &label) {
+  EXPECT_TRUE(WIFEXITED(r.status) && WEXITSTATUS(r.status) == 0) << label << status_string(r.status) << "\n" << r.err;
+  EXPECT_EQ(r.err.find("manymalloc: "), std::string::npos) << label << r.err;
+}
+
 // Runs a misuse under checked mode: it must abort and name the pointer with
 // one of the `messages`.
 void expect_caught(const char *mode, std::initializer_list<const char *> messages) {
@@ -78,10 +84,7 @@ TEST(Checked, CorrectProgramRunsCleanly) {
     const ProgramResult r =
         run_program({MM_CHECKED_CHILD, "normal"},
                     checked ? std::vector<std::string>{kChecked} : std::vector<std::string>{});
-    EXPECT_TRUE(WIFEXITED(r.status) && WEXITSTATUS(r.status) == 0)
-        << (checked ? "checked: " : "unchecked: ") << status_string(r.status) << "\n"
-        << r.err;
-    EXPECT_EQ(r.err.find("manymalloc: "), std::string::npos) << r.err;
+    expect_clean(r, checked ? "checked: " : "unchecked: ");
   }
 }
 
@@ -89,9 +92,7 @@ TEST(Checked, CorrectProgramRunsCleanly) {
 // that moves frees its address for another thread's new one, and checked
 // mode must not take that one for a wild pointer.
 TEST(Checked, ThreadsMovingLargeBlocksRunCleanly) {
-  const ProgramResult r = run_program({MM_CHECKED_CHILD, "large-threads"}, {kChecked});
-  EXPECT_TRUE(WIFEXITED(r.status) && WEXITSTATUS(r.status) == 0) << status_string(r.status) << "\n" << r.err;
-  EXPECT_EQ(r.err.find("manymalloc: "), std::string::npos) << r.err;
+  expect_clean(run_program({MM_CHECKED_CHILD, "large-threads"}, {kChecked}), "");
 }
 
 TEST(Verbose, StatisticsAtExitOnlyWhenAsked) {
