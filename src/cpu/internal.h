@@ -94,12 +94,14 @@ void mm_page_free_local_slow(mm_segment_t *seg, mm_page_t *page, mm_block_t *blo
 /* ---- shrink.c ---- */
 size_t mm_heap_shrink_pages(mm_heap_t *heap, size_t units);
 bool mm_page_unshrink(mm_page_t *page);
+void mm_page_shrink_empty(mm_page_t *page);
 void mm_page_shrunk_reset(mm_page_t *page);
 
 /* ---- segment.c ---- */
 unsigned mm_segment_kind_for(unsigned size_class);
 mm_segment_t *mm_segment_alloc(mm_heap_t *heap, unsigned kind);
 size_t mm_segment_purge_free_slots(mm_heap_t *heap, size_t units);
+size_t mm_segment_purge_slot(mm_segment_t *seg, unsigned index);
 void mm_segment_free(mm_heap_t *heap, mm_segment_t *seg);
 mm_page_t *mm_segment_page_alloc(mm_heap_t *heap, unsigned size_class);
 void mm_segment_page_free(mm_heap_t *heap, mm_page_t *page);

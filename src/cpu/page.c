@@ -212,6 +212,7 @@ void mm_page_retire(mm_page_t *page) {
   mm_page_t *first = heap->queues[page->size_class].first;
   if (first->next == NULL || first->next->next == NULL) {
     mm_stats_count_page(heap, page);
+    mm_page_shrink_empty(page);
     return;
   }
   mm_heap_queue_remove(heap, page);

@@ -326,6 +326,21 @@ mm_page_t *mm_segment_page_alloc(mm_heap_t *heap, unsigned size_class) {
   return page;
 }
 
+/* Gives back all that page slot `index` touched (its page, if any, has no
+ * block carved), and records it: carving there faults it in again
+ * (mm_page_extend).  Returns how many OS pages were resident. */
+size_t mm_segment_purge_slot(mm_segment_t *seg, unsigned index) {
+  mm_slot_memory_t *memory = &seg->slot_memory[index];
+  uint32_t touched = (uint32_t)mm_os_page_round(memory->touched);
+  uint32_t resident = touched - (memory->purged_to - memory->purged_from);
+  if (resident == 0) return 0;
+  size_t area;
+  mm_os_purge(mm_segment_page_area(seg, index, &area), touched);
+  memory->purged_from = 0;
+  memory->purged_to = touched;
+  return resident / MM_OS_PAGE_SIZE;
+}
+
 /* Gives back the resident memory of the free page slots of the heap's
  * segments, up to about `units` OS pages; returns how many went back.  A
  * page carving that memory again faults it in (mm_page_extend). */
@@ -334,16 +349,7 @@ size_t mm_segment_purge_free_slots(mm_heap_t *heap, size_t units) {
   for (unsigned kind = 0; kind < MM_PAGE_KINDS; kind++) {
     for (mm_segment_t *seg = heap->segments[kind]; seg != NULL && purged < units; seg = seg->next) {
       for (uint64_t free = seg->free_pages; free != 0 && purged < units; free &= free - 1) {
-        unsigned index = (unsigned)__builtin_ctzll(free);
-        mm_slot_memory_t *memory = &seg->slot_memory[index];
-        uint32_t touched = (uint32_t)mm_os_page_round(memory->touched);
-        uint32_t resident = touched - (memory->purged_to - memory->purged_from);
-        if (resident == 0) continue;
-        size_t area;
-        mm_os_purge(mm_segment_page_area(seg, index, &area), touched);
-        purged += resident / MM_OS_PAGE_SIZE;
-        memory->purged_from = 0;
-        memory->purged_to = touched;
+        purged += mm_segment_purge_slot(seg, (unsigned)__builtin_ctzll(free));
       }
     }
   }

@@ -145,6 +145,84 @@ TEST(Shrink, FreeOsPagesGoBackWhenAnotherClassGrows) {
   });
 }
 
+// Blocks of one class that fill `count` * 1 KiB of a page, written with
+// tags of `round`: the OS pages they cover, in address order, in `pages`.
+std::vector<void *> fill_class(size_t count, uint32_t round, std::vector<uintptr_t> *pages) {
+  std::vector<void *> blocks;
+  for (size_t i = 0; i < count; i++) {
+    void *p = mm_malloc(1000);
+    if (p == nullptr) break;
+    tag_fill(p, 1000, tag_make(round, uint32_t(i)), TagSpan::all);
+    blocks.push_back(p);
+    for (uintptr_t q = os_page_of(p); q <= os_page_of(static_cast<char *>(p) + 999); q++) pages->push_back(q);
+  }
+  std::sort(pages->begin(), pages->end());
+  pages->erase(std::unique(pages->begin(), pages->end()), pages->end());
+  return blocks;
+}
+
+size_t resident_of(const std::vector<uintptr_t> &pages) {
+  size_t n = 0;
+  for (uintptr_t p : pages) n += resident(p);
+  return n;
+}
+
+// Checks the tags of `blocks` and frees them.
+void check_and_free(const std::vector<void *> &blocks, uint32_t round) {
+  for (size_t i = 0; i < blocks.size(); i++) {
+    EXPECT_TRUE(tag_check(blocks[i], 1000, tag_make(round, uint32_t(i)), TagSpan::all)) << i;
+    mm_free(blocks[i]);
+  }
+}
+
+// A class's only page, emptied, gives back every OS page it carved at once,
+// with no growth elsewhere; the class then carves it again from its start,
+// and nothing of the blocks of another class in use is lost.
+TEST(Shrink, EmptiedPageGivesBackItsMemoryAtOnce) {
+  in_fresh_thread([] {
+    std::vector<uintptr_t> other_pages, pages, again_pages;
+    std::vector<void *> other;
+    for (size_t i = 0; i < 200; i++) {
+      other.push_back(mm_malloc(200));
+      ASSERT_NE(other.back(), nullptr);
+      tag_fill(other.back(), 200, tag_make(9, uint32_t(i)), TagSpan::all);
+    }
+    std::vector<void *> blocks = fill_class(64, 1, &pages);
+    ASSERT_EQ(blocks.size(), 64u);
+    ASSERT_GE(pages.size(), 16u);
+    EXPECT_EQ(resident_of(pages), pages.size());
+    check_and_free(blocks, 1);
+    EXPECT_EQ(resident_of(pages), 0u) << "the emptied page kept its memory";
+
+    std::vector<void *> again = fill_class(64, 2, &again_pages);
+    ASSERT_EQ(again.size(), 64u);
+    EXPECT_EQ(again_pages, pages) << "the class did not carve its page again from the start";
+    std::vector<std::pair<uintptr_t, size_t>> live;
+    for (void *p : again) live.emplace_back(reinterpret_cast<uintptr_t>(p), 1000);
+    for (void *p : other) live.emplace_back(reinterpret_cast<uintptr_t>(p), 200);
+    EXPECT_TRUE(disjoint(live)) << "a block was handed out twice";
+    check_and_free(again, 2);
+    for (size_t i = 0; i < other.size(); i++) {
+      EXPECT_TRUE(tag_check(other[i], 200, tag_make(9, uint32_t(i)), TagSpan::all)) << i;
+      mm_free(other[i]);
+    }
+  });
+}
+
+// A page that carved one OS page keeps it when it empties: a class whose
+// few blocks come and go would otherwise give it back and fault it in at
+// each turn.
+TEST(Shrink, EmptiedPageOfOneOsPageKeepsIt) {
+  in_fresh_thread([] {
+    std::vector<uintptr_t> pages;
+    std::vector<void *> blocks = fill_class(2, 1, &pages);
+    ASSERT_EQ(blocks.size(), 2u);
+    ASSERT_EQ(pages.size(), 1u);
+    check_and_free(blocks, 1);
+    EXPECT_EQ(resident_of(pages), 1u) << "a page of one OS page gave it back";
+  });
+}
+
 // The most threads with heaps for which pages shrink: MANYMALLOC_SHRINK_THREADS
 // (CTest sets it for this program), else the default.
 size_t shrink_thread_limit() {
@@ -232,6 +310,20 @@ TEST(Shrink, PagesShrinkInAForkChildOfManyThreads) {
     ASSERT_EQ(waitpid(pid, &status, 0), pid);
     EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0)
         << "the child counted its parent's threads: its pages did not shrink";
+  });
+}
+
+// Nor do emptied pages give their memory back then.
+TEST(Shrink, EmptiedPagesKeepTheirMemoryWhileManyThreadsHaveHeaps) {
+  in_fresh_process([] {
+    IdleThreadsWithHeaps idle(shrink_thread_limit());
+    std::thread([] {
+      std::vector<uintptr_t> pages;
+      std::vector<void *> blocks = fill_class(64, 1, &pages);
+      ASSERT_EQ(blocks.size(), 64u);
+      check_and_free(blocks, 1);
+      EXPECT_EQ(resident_of(pages), pages.size()) << "an emptied page gave back while more threads than the limit had heaps";
+    }).join();
   });
 }
 
