@@ -145,8 +145,15 @@ TEST(Shrink, FreeOsPagesGoBackWhenAnotherClassGrows) {
   });
 }
 
-// Blocks of one class that fill `count` * 1 KiB of a page, written with
-// tags of `round`: the OS pages they cover, in address order, in `pages`.
+// Adds the OS pages that the 1000 bytes at `p` cover to `pages` (sorted, once each).
+void add_os_pages(const void *p, std::vector<uintptr_t> *pages) {
+  for (uintptr_t q = os_page_of(p); q <= os_page_of(static_cast<const char *>(p) + 999); q++) pages->push_back(q);
+  std::sort(pages->begin(), pages->end());
+  pages->erase(std::unique(pages->begin(), pages->end()), pages->end());
+}
+
+// `count` blocks of 1000 bytes (one class, 1 KiB), block i written with the
+// tag (round, i); the OS pages they cover go to `pages`.
 std::vector<void *> fill_class(size_t count, uint32_t round, std::vector<uintptr_t> *pages) {
   std::vector<void *> blocks;
   for (size_t i = 0; i < count; i++) {
@@ -154,10 +161,8 @@ std::vector<void *> fill_class(size_t count, uint32_t round, std::vector<uintptr
     if (p == nullptr) break;
     tag_fill(p, 1000, tag_make(round, uint32_t(i)), TagSpan::all);
     blocks.push_back(p);
-    for (uintptr_t q = os_page_of(p); q <= os_page_of(static_cast<char *>(p) + 999); q++) pages->push_back(q);
+    add_os_pages(p, pages);
   }
-  std::sort(pages->begin(), pages->end());
-  pages->erase(std::unique(pages->begin(), pages->end()), pages->end());
   return blocks;
 }
 
@@ -209,17 +214,23 @@ TEST(Shrink, EmptiedPageGivesBackItsMemoryAtOnce) {
   });
 }
 
-// A page that carved one OS page keeps it when it empties: a class whose
-// few blocks come and go would otherwise give it back and fault it in at
-// each turn.
-TEST(Shrink, EmptiedPageOfOneOsPageKeepsIt) {
+// A page that carved one or two OS pages keeps them when it empties: a
+// class whose few blocks come and go would otherwise give them back and
+// fault them in at each turn.
+TEST(Shrink, EmptiedPageOfTwoOsPagesKeepsThem) {
   in_fresh_thread([] {
     std::vector<uintptr_t> pages;
-    std::vector<void *> blocks = fill_class(2, 1, &pages);
-    ASSERT_EQ(blocks.size(), 2u);
-    ASSERT_EQ(pages.size(), 1u);
+    std::vector<void *> blocks;
+    for (uint32_t i = 0; pages.size() < 2; i++) {
+      void *p = mm_malloc(1000);
+      ASSERT_NE(p, nullptr);
+      tag_fill(p, 1000, tag_make(1, i), TagSpan::all);
+      blocks.push_back(p);
+      add_os_pages(p, &pages);
+    }
+    ASSERT_EQ(pages.size(), 2u);
     check_and_free(blocks, 1);
-    EXPECT_EQ(resident_of(pages), 1u) << "a page of one OS page gave it back";
+    EXPECT_EQ(resident_of(pages), 2u) << "a page of two OS pages gave them back";
   });
 }
 
