@@ -298,16 +298,16 @@ static size_t mm_page_resident_units(const mm_page_t *page) {
  * time; against giving back from two OS pages up, that cut gcc-O2.rep's
  * give-backs in its replays from 10,963 to 1,585 (25,124 OS pages to
  * 6,540) for as much utilization (85.5-85.9% against 85.8-86.0% over the
- * trace set on the 2-core VM).  In
- * checked mode pages keep what they carved: the carved range is what tells
- * a double free from a pointer never handed out (checked.c). */
+ * trace set on the 2-core VM).  In checked mode pages keep what they
+ * carved: the carved range is what tells a double free from a pointer
+ * never handed out (checked.c). */
 void mm_page_shrink_empty(mm_page_t *page) {
   if (!mm_options.shrink || mm_options.checked || mm_thread_count() > mm_options.shrink_threads) return;
   size_t units = mm_page_resident_units(page);
-  mm_heap_t *heap = mm_segment_of(page->start)->heap;
-  if (units < MM_SHRINK_EMPTY_MIN || mm_heap_shrink_budget(heap, units) < units) return;
-  heap->shrink_budget -= (intptr_t)units;
-  mm_segment_purge_slot(mm_segment_of(page->start), page->index);
+  mm_segment_t *seg = mm_segment_of(page->start);
+  if (units < MM_SHRINK_EMPTY_MIN || mm_heap_shrink_budget(seg->heap, units) < units) return;
+  seg->heap->shrink_budget -= (intptr_t)units;
+  mm_segment_purge_slot(seg, page->index);
   page->free = NULL;
   page->capacity = 0;
   mm_page_shrunk_reset(page);

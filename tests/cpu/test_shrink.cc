@@ -185,7 +185,7 @@ void check_and_free(const std::vector<void *> &blocks, uint32_t round) {
 // and nothing of the blocks of another class in use is lost.
 TEST(Shrink, EmptiedPageGivesBackItsMemoryAtOnce) {
   in_fresh_thread([] {
-    std::vector<uintptr_t> other_pages, pages, again_pages;
+    std::vector<uintptr_t> pages, again_pages;
     std::vector<void *> other;
     for (size_t i = 0; i < 200; i++) {
       other.push_back(mm_malloc(200));
