@@ -23,7 +23,7 @@ typedef struct mm_options_s {
   bool verbose;          /* MANYMALLOC_VERBOSE: print statistics at exit */
   bool checked;          /* MANYMALLOC_CHECKED: validate every free */
   bool purge;            /* MANYMALLOC_PURGE: give unused memory back to the OS (madvise) */
-  bool shrink;           /* MANYMALLOC_SHRINK: also from inside pages, to match growth near the peak (shrink.c) */
+  bool shrink;           /* MANYMALLOC_SHRINK: also from inside pages, to match growth near the peak, and from pages as they empty (shrink.c) */
   size_t shrink_threads; /* MANYMALLOC_SHRINK_THREADS: ... while at most this many threads have heaps */
   size_t shrink_rate;    /* MANYMALLOC_SHRINK_RATE: ... at most this many MiB a second per heap (0: no limit) */
   size_t purge_delay;    /* MANYMALLOC_PURGE_DELAY: ms an emptied segment stays as it is before that */

@@ -6,7 +6,8 @@
  * mark, and peaked with half its live size again resident in free blocks.
  * When the heap grows and its free spans do not give back as much
  * (mm_heap_give_back_growth), the pages with the most free bytes give back
- * the OS pages that hold only free blocks.
+ * the OS pages that hold only free blocks; and a page that its class keeps
+ * gives back all it carved as soon as it empties (mm_page_shrink_empty).
  *
  * A page shrinks by sorting its free list by address (a bitmap of its free
  * blocks): an OS page whose every overlapping block is free goes back with
