@@ -203,8 +203,10 @@ void mm_page_free_local_slow(mm_segment_t *seg, mm_page_t *page, mm_block_t *blo
  * whose live blocks go back and forth across a page's worth then keeps its
  * second page as a spare, instead of giving it back to its segment and
  * setting it up again each time (W2, 3-12 KB blocks at 20-80 a page, did
- * so every 1-2 thousand requests).  Any other empty page goes back.  At the
- * heap's peak the spares go back too (mm_heap_release_spares). */
+ * so every 1-2 thousand requests); a kept page gives back the memory it
+ * carved, with few threads (mm_page_shrink_empty).  Any other empty page
+ * goes back to its segment.  At the heap's peak the spares go back too
+ * (mm_heap_release_spares). */
 void mm_page_retire(mm_page_t *page) {
   mm_segment_t *seg = mm_segment_of(page->start);
   mm_heap_t *heap = seg->heap;
