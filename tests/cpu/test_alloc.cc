@@ -9,10 +9,10 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <cstring>
 #include <mutex>
-#include <set>
 #include <thread>
 #include <vector>
 
@@ -137,16 +137,19 @@ TEST(Alloc, CollectKeepsLiveBlocks) {
   for (const Block &b : kept) mm_free(b.p);
 }
 
-// The resident OS pages that the blocks of `size` bytes in `blocks` cover, each counted once.
-size_t resident_pages_of(const std::vector<void *> &blocks, size_t size) {
-  std::set<uintptr_t> pages;
-  for (void *p : blocks) {
-    const uintptr_t first = reinterpret_cast<uintptr_t>(p) / MM_TEST_OS_PAGE;
-    const uintptr_t last = (reinterpret_cast<uintptr_t>(p) + size - 1) / MM_TEST_OS_PAGE;
-    for (uintptr_t q = first; q <= last; q++)
-      if (resident_pages(reinterpret_cast<void *>(q * MM_TEST_OS_PAGE), MM_TEST_OS_PAGE) != 0) pages.insert(q);
+// The resident OS pages that blocks of `size` bytes at the addresses in
+// `sorted` (ascending) cover, each counted once.  It allocates nothing: a
+// malloc while counting could give back (or fault in) the pages it counts.
+size_t resident_pages_of(const std::vector<void *> &sorted, size_t size) {
+  uintptr_t next = 0;  // the first OS page not counted yet
+  size_t n = 0;
+  for (void *p : sorted) {
+    const uintptr_t end = (reinterpret_cast<uintptr_t>(p) + size - 1) / MM_TEST_OS_PAGE + 1;
+    const uintptr_t first = std::max(reinterpret_cast<uintptr_t>(p) / MM_TEST_OS_PAGE, next);
+    if (first < end) n += resident_pages(reinterpret_cast<void *>(first * MM_TEST_OS_PAGE), (end - first) * MM_TEST_OS_PAGE);
+    next = std::max(next, end);
   }
-  return pages.size();
+  return n;
 }
 
 // mm_collect gives back what is free in segments that still hold a live
@@ -169,6 +172,8 @@ TEST(Alloc, CollectGivesBackFreedMemoryOfSegmentsInUse) {
     for (void *p : small) freed_resident += resident_pages(p, 4000);
     for (void *p : spans) freed_resident += resident_pages(p, 256 * KiB);
     ASSERT_GE(freed_resident, 600u + 8 * 64);  // each 4000-byte block touches one or two OS pages
+    std::sort(small.begin(), small.end());  // in place, for resident_pages_of
+    std::sort(spans.begin(), spans.end());
     for (void *p : small) mm_free(p);
     for (void *p : spans) mm_free(p);
     const size_t before = resident_pages_of(small, 4000) + resident_pages_of(spans, 256 * KiB);
