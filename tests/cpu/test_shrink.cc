@@ -145,23 +145,28 @@ TEST(Shrink, FreeOsPagesGoBackWhenAnotherClassGrows) {
   });
 }
 
-// Adds the OS pages that the 1000 bytes at `p` cover to `pages` (sorted, once each).
-void add_os_pages(const void *p, std::vector<uintptr_t> *pages) {
-  for (uintptr_t q = os_page_of(p); q <= os_page_of(static_cast<const char *>(p) + 999); q++) pages->push_back(q);
+constexpr size_t kClassBlock = 1000;  // the blocks of the emptied-page cases: one class, 1 KiB
+
+// A block of kClassBlock bytes written with the tag (round, i); the OS pages
+// it covers join `pages` (sorted, once each).  NULL when malloc fails.
+void *class_block(uint32_t round, uint32_t i, std::vector<uintptr_t> *pages) {
+  void *p = mm_malloc(kClassBlock);
+  if (p == nullptr) return nullptr;
+  tag_fill(p, kClassBlock, tag_make(round, i), TagSpan::all);
+  for (uintptr_t q = os_page_of(p); q <= os_page_of(static_cast<char *>(p) + kClassBlock - 1); q++) pages->push_back(q);
   std::sort(pages->begin(), pages->end());
   pages->erase(std::unique(pages->begin(), pages->end()), pages->end());
+  return p;
 }
 
-// `count` blocks of 1000 bytes (one class, 1 KiB), block i written with the
-// tag (round, i); the OS pages they cover go to `pages`.
+// `count` blocks of the class, block i tagged (round, i); the OS pages they
+// cover go to `pages`.
 std::vector<void *> fill_class(size_t count, uint32_t round, std::vector<uintptr_t> *pages) {
   std::vector<void *> blocks;
   for (size_t i = 0; i < count; i++) {
-    void *p = mm_malloc(1000);
+    void *p = class_block(round, uint32_t(i), pages);
     if (p == nullptr) break;
-    tag_fill(p, 1000, tag_make(round, uint32_t(i)), TagSpan::all);
     blocks.push_back(p);
-    add_os_pages(p, pages);
   }
   return blocks;
 }
@@ -175,7 +180,7 @@ size_t resident_of(const std::vector<uintptr_t> &pages) {
 // Checks the tags of `blocks` and frees them.
 void check_and_free(const std::vector<void *> &blocks, uint32_t round) {
   for (size_t i = 0; i < blocks.size(); i++) {
-    EXPECT_TRUE(tag_check(blocks[i], 1000, tag_make(round, uint32_t(i)), TagSpan::all)) << i;
+    EXPECT_TRUE(tag_check(blocks[i], kClassBlock, tag_make(round, uint32_t(i)), TagSpan::all)) << i;
     mm_free(blocks[i]);
   }
 }
@@ -203,7 +208,7 @@ TEST(Shrink, EmptiedPageGivesBackItsMemoryAtOnce) {
     ASSERT_EQ(again.size(), 64u);
     EXPECT_EQ(again_pages, pages) << "the class did not carve its page again from the start";
     std::vector<std::pair<uintptr_t, size_t>> live;
-    for (void *p : again) live.emplace_back(reinterpret_cast<uintptr_t>(p), 1000);
+    for (void *p : again) live.emplace_back(reinterpret_cast<uintptr_t>(p), kClassBlock);
     for (void *p : other) live.emplace_back(reinterpret_cast<uintptr_t>(p), 200);
     EXPECT_TRUE(disjoint(live)) << "a block was handed out twice";
     check_and_free(again, 2);
@@ -222,11 +227,8 @@ TEST(Shrink, EmptiedPageOfTwoOsPagesKeepsThem) {
     std::vector<uintptr_t> pages;
     std::vector<void *> blocks;
     for (uint32_t i = 0; pages.size() < 2; i++) {
-      void *p = mm_malloc(1000);
-      ASSERT_NE(p, nullptr);
-      tag_fill(p, 1000, tag_make(1, i), TagSpan::all);
-      blocks.push_back(p);
-      add_os_pages(p, &pages);
+      blocks.push_back(class_block(1, i, &pages));
+      ASSERT_NE(blocks.back(), nullptr);
     }
     ASSERT_EQ(pages.size(), 2u);
     check_and_free(blocks, 1);
