@@ -322,7 +322,7 @@ void mm_heap_give_back_growth(mm_heap_t *heap) {
     heap->high_rose_at = heap->give_backs;
   }
   bool rising = heap->give_backs - heap->high_rose_at <= MM_RISING_CALLS;
-  bool few_threads = mm_thread_count() <= mm_options.shrink_threads;
+  bool few_threads = mm_few_threads();
   bool at_peak = mm_options.shrink && rising && in_use >= heap->in_use_high - heap->in_use_high / MM_NEAR_HIGH && few_threads;
   if (at_peak) want += heap->refaulted;
   heap->give_backs++;

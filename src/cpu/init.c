@@ -74,9 +74,10 @@ mm_heap_t *mm_thread_init(void) {
   return heap;
 }
 
-/* Threads that have a heap now. */
-size_t mm_thread_count(void) {
-  return mm_atomic_load_relaxed(&mm_threads);
+/* Whether at most MANYMALLOC_SHRINK_THREADS threads have a heap now: only
+ * then do pages shrink (heap.c, shrink.c). */
+bool mm_few_threads(void) {
+  return mm_atomic_load_relaxed(&mm_threads) <= mm_options.shrink_threads;
 }
 
 /* A heap for a thread whose first call is a free; NULL after its exit.

@@ -52,7 +52,7 @@ extern mm_heap_t mm_heap_empty;
 extern const mm_page_t mm_page_empty;
 mm_heap_t *mm_thread_init(void);
 mm_heap_t *mm_thread_init_on_free(void);
-size_t mm_thread_count(void);
+bool mm_few_threads(void);
 
 /* ---- heap.c ---- */
 mm_heap_t *mm_heap_acquire(void);

@@ -303,7 +303,7 @@ static size_t mm_page_resident_units(const mm_page_t *page) {
  * carved: the carved range is what tells a double free from a pointer
  * never handed out (checked.c). */
 void mm_page_shrink_empty(mm_page_t *page) {
-  if (!mm_options.shrink || mm_options.checked || mm_thread_count() > mm_options.shrink_threads) return;
+  if (!mm_options.shrink || mm_options.checked || !mm_few_threads()) return;
   size_t units = mm_page_resident_units(page);
   mm_segment_t *seg = mm_segment_of(page->start);
   if (units < MM_SHRINK_EMPTY_MIN || mm_heap_shrink_budget(seg->heap, units) < units) return;
