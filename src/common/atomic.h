@@ -84,6 +84,11 @@ static inline uintptr_t mm_atomic_fetch_or(uintptr_t *p, uintptr_t v) {
 static inline uintptr_t mm_atomic_fetch_and(uintptr_t *p, uintptr_t v) {
   return __atomic_fetch_and(p, v, __ATOMIC_ACQ_REL);
 }
+/* Raises *p to v where it is lower (a high-water mark). */
+static inline void mm_atomic_raise(uintptr_t *p, uintptr_t v) {
+  uintptr_t seen = mm_atomic_load_relaxed(p);
+  while (v > seen && !mm_atomic_cas(p, &seen, v)) {}
+}
 #endif
 
 #endif /* MM_COMMON_ATOMIC_H */

@@ -6,17 +6,18 @@
  * requested alignment; with an alignment of a segment or more the header is
  * one segment before the block (mm_segment_of rounds p - 1 down).
  *
- * Freed mappings wait in a small lock-free array, MM_LARGE_CACHE_BYTES of
- * them at most (or a quarter of the large bytes in use; a freed mapping
- * takes the room of smaller ones); the next large block takes the one that
- * fits best, whole if it fills half of it or more (as realloc keeps a
- * mapping), split at a segment boundary if it is bigger (the rest stays
- * cached), else grown with mremap, so the pages it keeps need not be
- * faulted in again (a program
- * that grows and frees big arrays in a loop otherwise pays a fault per
- * 4 KiB every time).  A mapping of up to MM_LARGE_CACHE_SMALL bytes is
- * always cached; a larger one only while a quarter of the bytes of large
- * blocks still in use is as much, so that the cache stays small beside what
+ * Freed mappings wait in a lock-free array, MM_LARGE_CACHE_BYTES of them at
+ * most (or a quarter of the large bytes in use; with many threads, also up
+ * to an eighth above the peak of large bytes in use, mm_large_cache_room; a
+ * freed mapping takes the room of smaller ones); the next large block
+ * takes the one that fits best, whole if it fills half of it or more (as
+ * realloc keeps a mapping), split at a segment boundary if it is bigger
+ * (the rest stays cached), else grown with mremap, so the pages it keeps
+ * need not be faulted in again (a program that grows and frees big arrays
+ * in a loop otherwise pays a fault per 4 KiB every time).  A mapping of up
+ * to MM_LARGE_CACHE_SMALL bytes is always cached; a larger one only while
+ * that room is as much (a quarter of the bytes of large blocks still in
+ * use, for a lone thread), so that the cache stays small beside what
  * the program holds: bench-large (one of 20 live blocks of 5-25 MiB
  * replaced at a time and written through, 500 times) took 4.6 s with
  * mappings of up to 8 MiB cached and 1.25 s so (glibc, which serves them
@@ -42,19 +43,23 @@
 
 #include "internal.h"
 
-#define MM_LARGE_CACHE       64
+#define MM_LARGE_CACHE       512
 #define MM_HUGEPAGE_SIZE     ((size_t)2 << 20)
 #define MM_LARGE_CACHE_SMALL ((size_t)8 << 20)  /* mappings always cached up to this size */
 #define MM_LARGE_CACHE_BYTES ((size_t)64 << 20) /* bytes of all the cached mappings, at most, */
-#define MM_LARGE_CACHE_SHARE 4                  /* ... or a quarter of the bytes of large blocks in use */
+#define MM_LARGE_CACHE_SHARE 4                  /* ... or a quarter of the bytes of large blocks in use, */
+#define MM_LARGE_PEAK_SLACK  8                  /* ... or, with many threads, up to an eighth above the peak in use */
 #define MM_LARGE_PAGES_MAX   (MM_SEGMENT_SIZE - 1) /* OS pages an entry can name: 16 GiB of them */
 
 /* Cached mappings, 0 where none.  An entry is the mapping's address (a
  * multiple of MM_SEGMENT_SIZE) with its size in OS pages in the bits below,
  * so that a thread choosing one never reads a mapping another thread may
- * have taken and unmapped meanwhile; taking an entry is a CAS to 0. */
+ * have taken and unmapped meanwhile; taking an entry is a CAS to 0.  Scans
+ * stop at mm_large_cache_used, past the highest entry ever filled. */
 static uintptr_t mm_large_cache[MM_LARGE_CACHE];
+static uintptr_t mm_large_cache_used;
 static uintptr_t mm_large_cached_bytes; /* of the mappings in the cache, or on their way in */
+static uintptr_t mm_large_peak;         /* most bytes of large blocks in use, less what expiry gave back since */
 
 static size_t mm_large_entry_size(uintptr_t entry) {
   return (size_t)(entry & (MM_SEGMENT_SIZE - 1)) * MM_OS_PAGE_SIZE;
@@ -90,9 +95,9 @@ static bool mm_large_smaller_below(size_t size, size_t chosen, size_t want) {
 /* The index of the cached mapping that `prefers` chooses for `want`, its
  * entry in *entry; MM_LARGE_CACHE when it chooses none. */
 static size_t mm_large_cache_choose(mm_large_prefers_t *prefers, size_t want, uintptr_t *entry) {
-  size_t chosen = MM_LARGE_CACHE;
+  size_t chosen = MM_LARGE_CACHE, used = mm_atomic_load_relaxed(&mm_large_cache_used);
   *entry = 0;
-  for (size_t i = 0; i < MM_LARGE_CACHE; i++) {
+  for (size_t i = 0; i < used; i++) {
     uintptr_t candidate = mm_atomic_load_relaxed(&mm_large_cache[i]);
     if (candidate != 0 && prefers(mm_large_entry_size(candidate), mm_large_entry_size(*entry), want)) {
       chosen = i;
@@ -109,27 +114,59 @@ static mm_segment_t *mm_large_cache_smallest_below(size_t size) {
   return i < MM_LARGE_CACHE ? mm_large_cache_take(i, entry) : NULL;
 }
 
+/* Puts `entry` in the first free place; false when the cache is full. */
+static bool mm_large_cache_put(uintptr_t entry) {
+  for (size_t i = 0; i < MM_LARGE_CACHE; i++) {
+    uintptr_t empty = 0;
+    if (mm_atomic_load_relaxed(&mm_large_cache[i]) == 0 && mm_atomic_cas(&mm_large_cache[i], &empty, entry)) {
+      mm_atomic_raise(&mm_large_cache_used, i + 1);
+      return true;
+    }
+  }
+  return false;
+}
+
+/* The bytes of mappings above MM_LARGE_CACHE_SMALL the cache may hold
+ * beside `in_use` bytes of large blocks: a quarter of them.  While more
+ * threads than MANYMALLOC_SHRINK_THREADS have heaps, also all that keeps
+ * the bytes in use and cached within an eighth above the peak of bytes in
+ * use (mm_large_peak): blocks freed in bulk, at a phase's or the threads'
+ * end, wait out the purge delay instead of being unmapped one by one, each
+ * munmap stalling every other thread's page faults on the process's mmap
+ * lock.  The memory held so stays within an eighth of what the blocks in
+ * use once took. */
+static size_t mm_large_cache_room(size_t in_use) {
+  size_t room = in_use / MM_LARGE_CACHE_SHARE;
+  if (mm_few_threads()) return room;
+  size_t peak = mm_atomic_load_relaxed(&mm_large_peak);
+  size_t held = peak + peak / MM_LARGE_PEAK_SLACK;
+  return held > in_use && held - in_use > room ? held - in_use : room;
+}
+
+/* Lowers the peak by `bytes` that went back to the OS, so that memory
+ * freed in bulk goes back pass by pass. */
+static void mm_large_peak_lower(size_t bytes) {
+  uintptr_t seen = mm_atomic_load_relaxed(&mm_large_peak);
+  while (!mm_atomic_cas(&mm_large_peak, &seen, seen > bytes ? seen - bytes : 0)) {}
+}
+
 /* Caches a freed mapping; false when it does not fit.  Where the bound
  * leaves no room, cached mappings smaller than it go back to the OS to make
  * room, the smallest first: a big mapping serves more blocks (cut, or taken
  * whole) than the small ones that cuts leave. */
 static bool mm_large_cache_push(mm_segment_t *seg) {
-  size_t size = seg->mapped_size, in_use = mm_stats_large_bytes();
+  size_t size = seg->mapped_size, room = mm_large_cache_room(mm_stats_large_bytes());
   if (size / MM_OS_PAGE_SIZE > MM_LARGE_PAGES_MAX) return false; /* not in an entry */
-  if (size > MM_LARGE_CACHE_SMALL && size > in_use / 4) return false;
-  size_t bound = in_use / MM_LARGE_CACHE_SHARE > MM_LARGE_CACHE_BYTES ? in_use / MM_LARGE_CACHE_SHARE : MM_LARGE_CACHE_BYTES;
+  if (size > MM_LARGE_CACHE_SMALL && size > room) return false;
+  size_t bound = room > MM_LARGE_CACHE_BYTES ? room : MM_LARGE_CACHE_BYTES;
   while (mm_atomic_load_relaxed(&mm_large_cached_bytes) + size > bound) {
     mm_segment_t *smaller = mm_large_cache_smallest_below(size);
     if (smaller == NULL) break;
     mm_os_free(smaller, smaller->mapped_size);
   }
-  if (mm_atomic_fetch_add(&mm_large_cached_bytes, size) + size <= bound) {
-    uintptr_t entry = (uintptr_t)seg | (size / MM_OS_PAGE_SIZE);
-    for (size_t i = 0; i < MM_LARGE_CACHE; i++) {
-      uintptr_t empty = 0;
-      if (mm_atomic_load_relaxed(&mm_large_cache[i]) == 0 && mm_atomic_cas(&mm_large_cache[i], &empty, entry)) return true;
-    }
-  }
+  if (mm_atomic_fetch_add(&mm_large_cached_bytes, size) + size <= bound &&
+      mm_large_cache_put((uintptr_t)seg | (size / MM_OS_PAGE_SIZE)))
+    return true;
   mm_atomic_fetch_add(&mm_large_cached_bytes, (uintptr_t)0 - size);
   return false;
 }
@@ -154,7 +191,8 @@ static mm_segment_t *mm_large_cache_best(size_t mapped) {
 
 /* Returns every cached mapping to the OS. */
 void mm_large_cache_purge(void) {
-  for (size_t i = 0; i < MM_LARGE_CACHE; i++) {
+  size_t used = mm_atomic_load_relaxed(&mm_large_cache_used);
+  for (size_t i = 0; i < used; i++) {
     mm_segment_t *seg = mm_large_cache_take_any(i);
     if (seg != NULL) mm_os_free(seg, seg->mapped_size);
   }
@@ -250,6 +288,7 @@ void *mm_large_alloc(size_t size, size_t alignment, bool zero) {
   seg->block_size = mapped - offset;
   mm_checked_on_map(seg);
   mm_stats_large(1, (intptr_t)seg->block_size);
+  mm_atomic_raise(&mm_large_peak, mm_stats_large_bytes());
   return (uint8_t *)seg + offset;
 }
 
@@ -270,12 +309,18 @@ void mm_large_free(mm_segment_t *seg) {
  * called once mm_segment_warm_due has come (mm_segment_warm_expire). */
 void mm_large_cache_expire(uint64_t now) {
   if (!mm_options.purge) return; /* MANYMALLOC_PURGE=0: keep everything committed */
-  for (size_t i = 0; i < MM_LARGE_CACHE; i++) {
+  size_t used = mm_atomic_load_relaxed(&mm_large_cache_used), released = 0;
+  for (size_t i = 0; i < used; i++) {
     mm_segment_t *seg = mm_large_cache_take_any(i);
     if (seg == NULL) continue;
-    if (seg->purge_at <= now || !mm_large_cache_push(seg)) mm_os_free(seg, seg->mapped_size);
-    else mm_segment_warm_schedule(seg->purge_at);
+    if (seg->purge_at <= now || !mm_large_cache_push(seg)) {
+      released += seg->mapped_size;
+      mm_os_free(seg, seg->mapped_size);
+    } else {
+      mm_segment_warm_schedule(seg->purge_at);
+    }
   }
+  mm_large_peak_lower(released);
 }
 
 /* Grows or shrinks in place when the mapping allows, else moves the pages

@@ -22,14 +22,9 @@ static uintptr_t mm_stat_large_count, mm_stat_large_bytes;
 static uintptr_t mm_stat_in_use_peak;
 static uintptr_t mm_stat_orphan_blocks[MM_SIZE_CLASS_COUNT]; /* frees by threads without a heap */
 
-static void mm_stat_raise_peak(uintptr_t *peak, uintptr_t value) {
-  uintptr_t seen = mm_atomic_load_relaxed(peak);
-  while (value > seen && !mm_atomic_cas(peak, &seen, value)) {}
-}
-
 void mm_stats_mapped(intptr_t bytes) {
   uintptr_t now = mm_atomic_fetch_add(&mm_stat_mapped, (uintptr_t)bytes) + (uintptr_t)bytes;
-  if (bytes > 0) mm_stat_raise_peak(&mm_stat_mapped_peak, now);
+  if (bytes > 0) mm_atomic_raise(&mm_stat_mapped_peak, now);
 }
 
 void mm_stats_segments(intptr_t count) {
@@ -83,13 +78,13 @@ static size_t mm_stats_in_use(void) {
 }
 
 void mm_stats_update_peak(void) {
-  mm_stat_raise_peak(&mm_stat_in_use_peak, mm_stats_in_use());
+  mm_atomic_raise(&mm_stat_in_use_peak, mm_stats_in_use());
 }
 
 MM_EXPORT void mm_stats_get(mm_stats_t *out) {
   if (out == NULL) return;
   out->bytes_in_use = mm_stats_in_use();
-  mm_stat_raise_peak(&mm_stat_in_use_peak, out->bytes_in_use);
+  mm_atomic_raise(&mm_stat_in_use_peak, out->bytes_in_use);
   out->bytes_in_use_peak = mm_atomic_load_relaxed(&mm_stat_in_use_peak);
   out->bytes_mapped = mm_atomic_load_relaxed(&mm_stat_mapped);
   out->bytes_mapped_peak = mm_atomic_load_relaxed(&mm_stat_mapped_peak);

@@ -33,6 +33,10 @@
  * `purge_child large-best` keeps eight blocks of 24 MiB in use, allocates
  * blocks of 9, 20 and 12 MiB, frees them in that order and prints the usable KiB of the
  * block of 11 MiB allocated next.
+ * `purge_child large-bulk THREADS` writes 80 blocks of 1.25 MiB (100 MiB,
+ * more than the 64 entries and the 64 MiB that the cache takes from a lone
+ * thread), frees them all, and prints the same three counts over them;
+ * with THREADS 2 another thread holds a heap meanwhile.
  * `purge_child hugepages` prints whether the mappings of a malloc'd and of
  * a calloc'd block of 8 MiB are advised for transparent huge pages ("hg"
  * among the VmFlags of /proc/self/smaps): 1 or 0 each. */
@@ -283,6 +287,40 @@ static int large_best(void) {
   return 0;
 }
 
+#define BULK_BLOCKS 80
+#define BULK_SIZE   ((size_t)1280 << 10)
+
+static pthread_barrier_t bulk_done;
+
+/* A thread with a heap of its own until the bulk frees are counted. */
+static void *hold_a_heap(void *arg) {
+  void *p = mm_malloc(16);
+  pthread_barrier_wait(&bulk_done);
+  mm_free(p);
+  return arg;
+}
+
+static int large_bulk(int threads) {
+  void *p[BULK_BLOCKS];
+  pthread_t helper;
+  void *heap_first = mm_malloc(16); /* the heap and its segment exist before the blocks */
+  if (heap_first == NULL || threads < 1 || threads > 2) return 2;
+  pthread_barrier_init(&bulk_done, NULL, 2);
+  if (threads == 2 && pthread_create(&helper, NULL, hold_a_heap, NULL) != 0) return 2;
+  for (int i = 0; i < BULK_BLOCKS; i++)
+    if ((p[i] = written_block(BULK_SIZE)) == NULL) return 2;
+  release(p, BULK_BLOCKS);
+  size_t after_free = resident_kib(p, BULK_BLOCKS, BULK_SIZE);
+  pause_then_slow_path(5000);
+  size_t after_delay = resident_kib(p, BULK_BLOCKS, BULK_SIZE);
+  mm_collect();
+  size_t after_collect = resident_kib(p, BULK_BLOCKS, BULK_SIZE);
+  printf("%zu %zu %zu\n", after_free, after_delay, after_collect);
+  if (threads == 2 && (pthread_barrier_wait(&bulk_done), pthread_join(helper, NULL) != 0)) return 2;
+  mm_free(heap_first);
+  return 0;
+}
+
 /* Whether the mapping holding `p` has `flag` among its VmFlags. */
 static int mapping_has_flag(const void *p, const char *flag) {
   FILE *smaps = fopen("/proc/self/smaps", "r");
@@ -324,6 +362,7 @@ int main(int argc, char **argv) {
   if (strcmp(mode, "large-split-header") == 0) return large_split_header();
   if (strcmp(mode, "large") == 0) return large(argc > 2 ? strtoul(argv[2], NULL, 10) : 6, argc > 3 ? atoi(argv[3]) : 1,
                                               argc > 4 ? atoi(argv[4]) : 0);
+  if (strcmp(mode, "large-bulk") == 0) return large_bulk(argc > 2 ? atoi(argv[2]) : 1);
   if (strcmp(mode, "large-reuse") == 0)
     return large_reuse(argc > 2 ? strtoul(argv[2], NULL, 10) : 32, argc > 3 ? strtoul(argv[3], NULL, 10) : 0);
   bool threaded = strcmp(mode, "thread") == 0 || strcmp(mode, "reuse") == 0;
