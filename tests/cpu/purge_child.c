@@ -138,6 +138,17 @@ static void pause_then_slow_path(size_t size) {
   mm_free(mm_malloc(size)); /* the first block of its class: a slow path, where memory whose delay is over goes back */
 }
 
+/* Prints the KiB of the freed blocks `of` resident now, after 200 ms and a
+ * malloc of `slow_size` bytes, and after mm_collect, on one line. */
+static void print_resident_after_free(void **of, int count, size_t size, size_t slow_size) {
+  size_t after_free = resident_kib(of, count, size);
+  pause_then_slow_path(slow_size);
+  size_t after_delay = resident_kib(of, count, size);
+  mm_collect();
+  size_t after_collect = resident_kib(of, count, size);
+  printf("%zu %zu %zu\n", after_free, after_delay, after_collect);
+}
+
 #define LARGE_MAX 8
 
 static int large(size_t mib, int count, int kept) {
@@ -151,12 +162,7 @@ static int large(size_t mib, int count, int kept) {
     memset(p[i], 0x5a, size);
   }
   release(p, count);
-  size_t after_free = resident_kib(p, count, size);
-  pause_then_slow_path(5000);
-  size_t after_delay = resident_kib(p, count, size);
-  mm_collect();
-  size_t after_collect = resident_kib(p, count, size);
-  printf("%zu %zu %zu\n", after_free, after_delay, after_collect);
+  print_resident_after_free(p, count, size, 5000);
   release(live, kept);
   mm_free(heap_first);
   return 0;
@@ -290,12 +296,14 @@ static int large_best(void) {
 #define BULK_BLOCKS 80
 #define BULK_SIZE   ((size_t)1280 << 10)
 
-static pthread_barrier_t bulk_done;
+static pthread_barrier_t bulk_step;
 
-/* A thread with a heap of its own until the bulk frees are counted. */
+/* A thread with a heap of its own from the first step (its heap made) to
+ * the second (the bulk frees counted). */
 static void *hold_a_heap(void *arg) {
   void *p = mm_malloc(16);
-  pthread_barrier_wait(&bulk_done);
+  pthread_barrier_wait(&bulk_step);
+  pthread_barrier_wait(&bulk_step);
   mm_free(p);
   return arg;
 }
@@ -303,20 +311,21 @@ static void *hold_a_heap(void *arg) {
 static int large_bulk(int threads) {
   void *p[BULK_BLOCKS];
   pthread_t helper;
+  bool helped = threads == 2;
   void *heap_first = mm_malloc(16); /* the heap and its segment exist before the blocks */
   if (heap_first == NULL || threads < 1 || threads > 2) return 2;
-  pthread_barrier_init(&bulk_done, NULL, 2);
-  if (threads == 2 && pthread_create(&helper, NULL, hold_a_heap, NULL) != 0) return 2;
+  if (helped && (pthread_barrier_init(&bulk_step, NULL, 2) != 0 || pthread_create(&helper, NULL, hold_a_heap, NULL) != 0))
+    return 2;
+  if (helped) pthread_barrier_wait(&bulk_step);
   for (int i = 0; i < BULK_BLOCKS; i++)
     if ((p[i] = written_block(BULK_SIZE)) == NULL) return 2;
   release(p, BULK_BLOCKS);
-  size_t after_free = resident_kib(p, BULK_BLOCKS, BULK_SIZE);
-  pause_then_slow_path(5000);
-  size_t after_delay = resident_kib(p, BULK_BLOCKS, BULK_SIZE);
-  mm_collect();
-  size_t after_collect = resident_kib(p, BULK_BLOCKS, BULK_SIZE);
-  printf("%zu %zu %zu\n", after_free, after_delay, after_collect);
-  if (threads == 2 && (pthread_barrier_wait(&bulk_done), pthread_join(helper, NULL) != 0)) return 2;
+  print_resident_after_free(p, BULK_BLOCKS, BULK_SIZE, 5000);
+  if (helped) {
+    pthread_barrier_wait(&bulk_step);
+    if (pthread_join(helper, NULL) != 0) return 2;
+    pthread_barrier_destroy(&bulk_step);
+  }
   mm_free(heap_first);
   return 0;
 }
@@ -373,11 +382,6 @@ int main(int argc, char **argv) {
     printf("%ld\n", faults);
     return 0;
   }
-  size_t after_free = resident_kib(blocks, BLOCKS, BLOCK_SIZE);
-  pause_then_slow_path(64 * 1024);
-  size_t after_delay = resident_kib(blocks, BLOCKS, BLOCK_SIZE);
-  mm_collect();
-  size_t after_collect = resident_kib(blocks, BLOCKS, BLOCK_SIZE);
-  printf("%zu %zu %zu\n", after_free, after_delay, after_collect);
+  print_resident_after_free(blocks, BLOCKS, BLOCK_SIZE, 64 * 1024);
   return 0;
 }
