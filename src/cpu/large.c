@@ -49,6 +49,7 @@
 #define MM_LARGE_CACHE_BYTES ((size_t)64 << 20) /* bytes of all the cached mappings, at most, */
 #define MM_LARGE_CACHE_SHARE 4                  /* ... or a quarter of the bytes of large blocks in use, */
 #define MM_LARGE_PEAK_SLACK  8                  /* ... or, with many threads, up to an eighth above the peak in use */
+#define MM_LARGE_BULK_MAX    ((size_t)64 << 20) /* ... for mappings of up to this size */
 #define MM_LARGE_PAGES_MAX   (MM_SEGMENT_SIZE - 1) /* OS pages an entry can name: 16 GiB of them */
 
 /* Cached mappings, 0 where none.  An entry is the mapping's address (a
@@ -127,17 +128,20 @@ static bool mm_large_cache_put(uintptr_t entry) {
 }
 
 /* The bytes of mappings above MM_LARGE_CACHE_SMALL the cache may hold
- * beside `in_use` bytes of large blocks: a quarter of them.  While more
- * threads than MANYMALLOC_SHRINK_THREADS have heaps, also all that keeps
+ * beside `in_use` bytes of large blocks, for a mapping of `size` bytes: a
+ * quarter of them.  While more threads than MANYMALLOC_SHRINK_THREADS have
+ * heaps, and for a mapping of up to MM_LARGE_BULK_MAX, also all that keeps
  * the bytes in use and cached within an eighth above the peak of bytes in
  * use (mm_large_peak): blocks freed in bulk, at a phase's or the threads'
  * end, wait out the purge delay instead of being unmapped one by one, each
  * munmap stalling every other thread's page faults on the process's mmap
  * lock.  The memory held so stays within an eighth of what the blocks in
- * use once took. */
-static size_t mm_large_cache_room(size_t in_use) {
+ * use once took.  A bigger mapping is not held so: unmapping it once its
+ * delay is over would stall the thread that happens to do it for as long
+ * (a written 300 MB mapping, tens of milliseconds). */
+static size_t mm_large_cache_room(size_t in_use, size_t size) {
   size_t room = in_use / MM_LARGE_CACHE_SHARE;
-  if (mm_few_threads()) return room;
+  if (mm_few_threads() || size > MM_LARGE_BULK_MAX) return room;
   size_t peak = mm_atomic_load_relaxed(&mm_large_peak);
   size_t held = peak + peak / MM_LARGE_PEAK_SLACK;
   return held > in_use && held - in_use > room ? held - in_use : room;
@@ -155,7 +159,7 @@ static void mm_large_peak_lower(size_t bytes) {
  * room, the smallest first: a big mapping serves more blocks (cut, or taken
  * whole) than the small ones that cuts leave. */
 static bool mm_large_cache_push(mm_segment_t *seg) {
-  size_t size = seg->mapped_size, room = mm_large_cache_room(mm_stats_large_bytes());
+  size_t size = seg->mapped_size, room = mm_large_cache_room(mm_stats_large_bytes(), size);
   if (size / MM_OS_PAGE_SIZE > MM_LARGE_PAGES_MAX) return false; /* not in an entry */
   if (size > MM_LARGE_CACHE_SMALL && size > room) return false;
   size_t bound = room > MM_LARGE_CACHE_BYTES ? room : MM_LARGE_CACHE_BYTES;
