@@ -33,10 +33,11 @@
  * `purge_child large-best` keeps eight blocks of 24 MiB in use, allocates
  * blocks of 9, 20 and 12 MiB, frees them in that order and prints the usable KiB of the
  * block of 11 MiB allocated next.
- * `purge_child large-bulk THREADS` writes 80 blocks of 1.25 MiB (100 MiB,
- * more than the 64 entries and the 64 MiB that the cache takes from a lone
- * thread), frees them all, and prints the same three counts over them;
- * with THREADS 2 another thread holds a heap meanwhile.
+ * `purge_child large-bulk THREADS [KIB [COUNT]]` writes COUNT blocks (80)
+ * of KIB KiB (1280: 100 MiB in all, more than the 64 entries and the 64 MiB
+ * that the cache takes from a lone thread), frees them all, and prints the
+ * same three counts over them; with THREADS 2 another thread holds a heap
+ * meanwhile.
  * `purge_child hugepages` prints whether the mappings of a malloc'd and of
  * a calloc'd block of 8 MiB are advised for transparent huge pages ("hg"
  * among the VmFlags of /proc/self/smaps): 1 or 0 each. */
@@ -293,8 +294,7 @@ static int large_best(void) {
   return 0;
 }
 
-#define BULK_BLOCKS 80
-#define BULK_SIZE   ((size_t)1280 << 10)
+#define BULK_MAX 80
 
 static pthread_barrier_t bulk_step;
 
@@ -308,19 +308,20 @@ static void *hold_a_heap(void *arg) {
   return arg;
 }
 
-static int large_bulk(int threads) {
-  void *p[BULK_BLOCKS];
+static int large_bulk(int threads, size_t kib, int count) {
+  void *p[BULK_MAX];
+  const size_t size = kib << 10;
   pthread_t helper;
   bool helped = threads == 2;
   void *heap_first = mm_malloc(16); /* the heap and its segment exist before the blocks */
-  if (heap_first == NULL || threads < 1 || threads > 2) return 2;
+  if (heap_first == NULL || threads < 1 || threads > 2 || count < 1 || count > BULK_MAX) return 2;
   if (helped && (pthread_barrier_init(&bulk_step, NULL, 2) != 0 || pthread_create(&helper, NULL, hold_a_heap, NULL) != 0))
     return 2;
   if (helped) pthread_barrier_wait(&bulk_step);
-  for (int i = 0; i < BULK_BLOCKS; i++)
-    if ((p[i] = written_block(BULK_SIZE)) == NULL) return 2;
-  release(p, BULK_BLOCKS);
-  print_resident_after_free(p, BULK_BLOCKS, BULK_SIZE, 5000);
+  for (int i = 0; i < count; i++)
+    if ((p[i] = written_block(size)) == NULL) return 2;
+  release(p, count);
+  print_resident_after_free(p, count, size, 5000);
   if (helped) {
     pthread_barrier_wait(&bulk_step);
     if (pthread_join(helper, NULL) != 0) return 2;
@@ -371,7 +372,8 @@ int main(int argc, char **argv) {
   if (strcmp(mode, "large-split-header") == 0) return large_split_header();
   if (strcmp(mode, "large") == 0) return large(argc > 2 ? strtoul(argv[2], NULL, 10) : 6, argc > 3 ? atoi(argv[3]) : 1,
                                               argc > 4 ? atoi(argv[4]) : 0);
-  if (strcmp(mode, "large-bulk") == 0) return large_bulk(argc > 2 ? atoi(argv[2]) : 1);
+  if (strcmp(mode, "large-bulk") == 0)
+    return large_bulk(argc > 2 ? atoi(argv[2]) : 1, argc > 3 ? strtoul(argv[3], NULL, 10) : 1280, argc > 4 ? atoi(argv[4]) : BULK_MAX);
   if (strcmp(mode, "large-reuse") == 0)
     return large_reuse(argc > 2 ? strtoul(argv[2], NULL, 10) : 32, argc > 3 ? strtoul(argv[3], NULL, 10) : 0);
   bool threaded = strcmp(mode, "thread") == 0 || strcmp(mode, "reuse") == 0;

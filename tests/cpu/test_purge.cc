@@ -179,6 +179,15 @@ TEST(Purge, LargeBlocksFreedInBulkStayCachedWhileManyThreadsHaveHeaps) {
   EXPECT_EQ(kib.after_collect, 0u);
 }
 
+// A mapping above 64 MiB is not held so: once its delay is over, unmapping
+// its written pages would stall whichever thread expires it for as long.
+// Alone, beside the second thread's heap, a freed 80 MiB block goes back at
+// once.
+TEST(Purge, LargeMappingAbove64MiBIsNotHeldPastItsFreeWhileManyThreadsHaveHeaps) {
+  const Resident kib = run_child({}, "large-bulk", {"2", "81920", "1"});
+  EXPECT_EQ(kib.after_free, 0u) << "a lone 80 MiB mapping should not be cached";
+}
+
 TEST(Purge, LargeBlocksFreedInBulkByALoneThreadKeepTheBound) {
   const Resident kib = run_child({}, "large-bulk", {"1"});
   EXPECT_GE(kib.after_free, kLoneBoundKib - kBulkKib / 80) << "the cache should fill its 64 MiB";
