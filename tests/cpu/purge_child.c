@@ -34,8 +34,8 @@
  * blocks of 9, 20 and 12 MiB, frees them in that order and prints the usable KiB of the
  * block of 11 MiB allocated next.
  * `purge_child large-bulk THREADS [KIB [COUNT]]` writes COUNT blocks (80)
- * of KIB KiB (1280: 100 MiB in all, more than the 64 entries and the 64 MiB
- * that the cache takes from a lone thread), frees them all, and prints the
+ * of KIB KiB (1280: 100 MiB in all, more than the 64 MiB that the cache
+ * takes from a lone thread), frees them all, and prints the
  * same three counts over them; with THREADS 2 another thread holds a heap
  * meanwhile.
  * `purge_child hugepages` prints whether the mappings of a malloc'd and of

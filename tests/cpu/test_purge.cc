@@ -169,7 +169,8 @@ TEST(Purge, CachedLargeMappingsStayWithinTheirBound) {
 // threads' end) stay cached, up to an eighth above the peak of large bytes
 // in use, until the delay sends them back: each munmap would stall every
 // other thread's page faults. 80 freed blocks of 1.25 MiB, 100 MiB, stay
-// resident, past the 64 MiB and the 64 entries a lone thread gets.
+// resident: more than the 64 MiB a lone thread's cache holds, and more
+// mappings than the cache had places for until 3dc8ad0.
 constexpr size_t kBulkKib = 80 * 1280, kLoneBoundKib = 64 * 1024;
 
 TEST(Purge, LargeBlocksFreedInBulkStayCachedWhileManyThreadsHaveHeaps) {
