@@ -3,7 +3,9 @@
 // so that a large share of frees is remote. Two independent checks catch a
 // block handed out twice: a concurrent set of live addresses (an address
 // returned while still live fails at once) and, between phases, a sorted sweep
-// of every live block for overlapping ranges. Tags catch stray writes.
+// of every live block for overlapping ranges. Tags catch stray writes. A
+// second run does the same with large blocks only, which the threads' frees
+// cache for one another.
 #include <manymalloc/manymalloc.h>
 
 #include <gtest/gtest.h>
@@ -25,10 +27,7 @@ using namespace mmtest;
 
 namespace {
 
-constexpr int kThreads = 16;
-constexpr int kPhases = 4;
-constexpr int kOpsPerPhase = 25000;     // per thread
-constexpr size_t kMaxOwned = 600;       // live blocks a thread keeps at most
+constexpr int kMaxThreads = 16;
 constexpr size_t kReallocLimit = 4096;  // realloc'd blocks stay fully tagged
 
 // The addresses of all live blocks, sharded so that the check itself does not
@@ -83,7 +82,7 @@ class Failures {
 
 struct Shared {
   LiveSet live;
-  Inbox inbox[kThreads];
+  Inbox inbox[kMaxThreads];
   Failures failures;
 };
 
@@ -104,22 +103,37 @@ size_t random_size(std::mt19937_64 &rng) {
   return MiB + 1 + rng() % (7 * MiB);
 }
 
+// Large blocks only, on both sides of the 8 MiB up to which the cache takes
+// every freed mapping (above it, only what its room allows).
+size_t random_large_size(std::mt19937_64 &rng) { return MiB + 1 + rng() % (11 * MiB); }
+
+// What a run does: its threads, phases, operations per thread and phase,
+// the live blocks a thread keeps at most, and the sizes it asks for.
+struct Profile {
+  int threads, phases, ops_per_phase;
+  size_t max_owned;
+  size_t (*size)(std::mt19937_64 &);
+};
+
+constexpr Profile kMixed{kMaxThreads, 4, 25000, 600, random_size};
+constexpr Profile kLargeOnly{8, 3, 200, 4, random_large_size};
+
 class Worker {
  public:
-  Worker(Shared &shared, uint32_t id) : shared_(shared), id_(id) {}
+  Worker(Shared &shared, const Profile &profile, uint32_t id) : shared_(shared), profile_(profile), id_(id) {}
 
   void run_phase(int phase) {
     std::mt19937_64 rng(id_ * 1000003u + uint32_t(phase));
-    for (int op = 0; op < kOpsPerPhase; op++) {
+    for (int op = 0; op < profile_.ops_per_phase; op++) {
       const unsigned kind = rng() % 100;
-      if (kind < 45 && owned_.size() < kMaxOwned)
+      if (kind < 45 && owned_.size() < profile_.max_owned)
         allocate(rng);
       else if (kind < 52 && !owned_.empty())
         reallocate(rng);
       else if (kind < 77 && !owned_.empty())
         release(take(rng() % owned_.size()));
       else if (kind < 95 && !owned_.empty())
-        hand_over(take(rng() % owned_.size()), (id_ + 1 + rng() % (kThreads - 1)) % kThreads);
+        hand_over(take(rng() % owned_.size()), (id_ + 1 + rng() % (profile_.threads - 1)) % profile_.threads);
       else
         drain_inbox(rng);
       // Now and then return cached memory while the others keep going.
@@ -141,7 +155,7 @@ class Worker {
   // Mostly malloc; some calloc (recycled memory must come back zeroed) and
   // some aligned blocks, which take other paths through the allocator.
   void allocate(std::mt19937_64 &rng) {
-    const size_t size = random_size(rng);
+    const size_t size = profile_.size(rng);
     const unsigned api = rng() % 20;
     const size_t alignment = size_t(32) << (rng() % 8);
     Block b{api == 0   ? mm_calloc(1, size)
@@ -210,7 +224,7 @@ class Worker {
   // Frees most blocks received, keeps some to free later among its own.
   void drain_inbox(std::mt19937_64 &rng) {
     for (const Block &b : receive()) {
-      if (rng() % 4 == 0 && owned_.size() < kMaxOwned)
+      if (rng() % 4 == 0 && owned_.size() < profile_.max_owned)
         owned_.push_back(b);
       else
         release(b);
@@ -218,6 +232,7 @@ class Worker {
   }
 
   Shared &shared_;
+  const Profile &profile_;
   uint32_t id_;
   uint32_t seq_ = 0;
   std::vector<Block> owned_;
@@ -240,13 +255,13 @@ void check_live_blocks(Shared &shared, const std::vector<Worker> &workers) {
   }
 }
 
-TEST(Stress, ThreadsWithRemoteFreesNeverShareABlock) {
+void run_stress(const Profile &profile) {
   Shared shared;
   std::vector<Worker> workers;
-  for (uint32_t id = 0; id < kThreads; id++) workers.emplace_back(shared, id);
+  for (uint32_t id = 0; id < uint32_t(profile.threads); id++) workers.emplace_back(shared, profile, id);
   mm_stats_t before, after;
   mm_stats_get(&before);
-  for (int phase = 0; phase < kPhases; phase++) {
+  for (int phase = 0; phase < profile.phases; phase++) {
     // Threads are new in every phase: blocks outlive the threads that made them.
     std::vector<std::thread> threads;
     for (Worker &w : workers) threads.emplace_back([&w, phase] { w.run_phase(phase); });
@@ -260,7 +275,14 @@ TEST(Stress, ThreadsWithRemoteFreesNeverShareABlock) {
   // slack is for the test's own containers when malloc is manymalloc too.
   EXPECT_LE(after.bytes_in_use, before.bytes_in_use + MiB)
       << "in use before: " << before.bytes_in_use << ", after: " << after.bytes_in_use;
-  EXPECT_GE(after.bytes_in_use_peak, before.bytes_in_use + kThreads * KiB);
+  EXPECT_GE(after.bytes_in_use_peak, before.bytes_in_use + size_t(profile.threads) * KiB);
 }
+
+TEST(Stress, ThreadsWithRemoteFreesNeverShareABlock) { run_stress(kMixed); }
+
+// 8 threads of large blocks only: the cache, its bound and the room it gets
+// while many threads have heaps, shared by threads that free each other's
+// blocks and, at each phase's end, exit holding theirs.
+TEST(Stress, ThreadsWithRemoteFreesOfLargeBlocksNeverShareOne) { run_stress(kLargeOnly); }
 
 }  // namespace
