@@ -60,7 +60,8 @@
 static uintptr_t mm_large_cache[MM_LARGE_CACHE];
 static uintptr_t mm_large_cache_used;
 static uintptr_t mm_large_cached_bytes; /* of the mappings in the cache, or on their way in */
-static uintptr_t mm_large_peak;         /* most bytes of large blocks in use, less what expiry gave back since */
+static uintptr_t mm_large_peak;         /* most bytes of large blocks in use after a large malloc (realloc's growth
+                                           not counted), less what expiry gave back since */
 
 static size_t mm_large_entry_size(uintptr_t entry) {
   return (size_t)(entry & (MM_SEGMENT_SIZE - 1)) * MM_OS_PAGE_SIZE;
