@@ -1,0 +1,167 @@
+/* manymalloc/myrmics.h: the distributed region allocator (dist/), the API of
+ * the Myrmics paper's Fig. 1 over Open MPI.
+ *
+ * A program defines myrmics_main() and links libmanymalloc_dist; the library's
+ * main() starts MPI, makes the first MANYMALLOC_SCHEDULERS ranks schedulers
+ * and runs myrmics_main() on every other rank (a worker):
+ *
+ *     mpirun -np 5 ./app        # 1 scheduler, 4 workers
+ *
+ * A program with its own main() calls sys_init() and sys_finalize() instead;
+ * on scheduler ranks sys_init() serves until every worker has finished and
+ * then returns 1, on workers it returns 0.
+ *
+ * Every object lives in a region; region 0 is the root, which always exists.
+ * Objects have the same address in every worker, so a structure built of
+ * pointers and sent with sys_send() is traversed on the receiver as it is.
+ *
+ * Calls returning int return 0 (or a count where said) on success and a
+ * negative SYS_ERR_* code on failure; calls returning a pointer or a region
+ * ID return NULL or a negative code, and sys_last_error() gives the code.
+ * Every failure also prints one line on stderr naming the call and its
+ * argument, unless MANYMALLOC_DIST_QUIET=1. No error is fatal: the
+ * allocator keeps serving and nothing already allocated is affected.
+ */
+#ifndef MANYMALLOC_MYRMICS_H
+#define MANYMALLOC_MYRMICS_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <mpi.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* A region ID: 0 is the root region; negative values are error codes. */
+typedef int64_t rid_t;
+
+/* Fills the unused tail of sys_recv()'s region array. */
+#define SYS_NO_REGION ((rid_t)INT64_MIN)
+
+/* ---- error codes (sys_strerror names them) ------------------------------ */
+#define SYS_OK              0
+#define SYS_ERR_ARG        -1  /* an argument is out of range (size, count, NULL array) */
+#define SYS_ERR_NOMEM      -2  /* the global address space is exhausted */
+#define SYS_ERR_NOREGION   -3  /* the region does not exist or was freed */
+#define SYS_ERR_NOTGLOBAL  -4  /* the pointer is outside the global address space */
+#define SYS_ERR_NOTOBJECT  -5  /* the pointer is not the start of an object */
+#define SYS_ERR_FREED      -6  /* the object is not live: already freed, or never allocated */
+#define SYS_ERR_TRUNCATE   -7  /* sys_recv()'s arrays are too small for what arrived */
+#define SYS_ERR_PEER       -8  /* no such worker, or the peer's matching call failed */
+#define SYS_ERR_NOIDS      -9  /* region IDs are exhausted */
+#define SYS_ERR_STATE     -10  /* not initialized, finalized, or called on a scheduler */
+#define SYS_ERR_MPI       -11  /* an MPI call failed */
+#define SYS_ERR_ROOT      -12  /* the root region cannot be freed */
+
+/* ---- start and end ------------------------------------------------------ */
+
+/* Defined by the program when the library provides main(). Its return value
+ * becomes the worker's exit status. */
+int myrmics_main(int argc, char **argv);
+
+/* Starts MPI (unless already started), reserves the global address space
+ * and assigns roles. Returns 0 on a worker; on a scheduler it serves until
+ * every worker has called sys_finalize() and returns 1; negative on error
+ * (too few ranks for the layout, space not reservable). */
+int sys_init(int *argc, char ***argv);
+
+/* Ends this process's part: a worker tells its scheduler it is done; MPI is
+ * finalized if sys_init() started it. Returns 0 or a negative code. */
+int sys_finalize(void);
+
+/* A communicator of the workers only, ordered by worker ID, for the
+ * program's own MPI calls. MPI_COMM_NULL on schedulers. */
+MPI_Comm sys_worker_comm(void);
+
+int sys_worker_id(void);    /* 0 .. sys_num_workers()-1; SYS_ERR_STATE on a scheduler */
+int sys_num_workers(void);
+
+/* ---- regions ------------------------------------------------------------ */
+
+/* A new region under parent (0: the root). level_hint places it in the
+ * scheduler tree (0 or negative: no hint). Returns its ID, or
+ * SYS_ERR_NOREGION (no such parent), SYS_ERR_NOIDS, SYS_ERR_NOMEM. */
+rid_t sys_ralloc(rid_t parent, int level_hint);
+
+/* Frees the region, every object in it and all its sub-regions, at a cost
+ * that does not depend on the number of objects. Returns 0,
+ * SYS_ERR_NOREGION (unknown or already freed) or SYS_ERR_ROOT. */
+int sys_rfree(rid_t region);
+
+/* ---- objects ------------------------------------------------------------ */
+
+/* An object of size bytes (rounded up to 64) in region. NULL on failure:
+ * SYS_ERR_ARG (size 0), SYS_ERR_NOREGION, SYS_ERR_NOMEM. */
+void *sys_alloc(size_t size, rid_t region);
+
+/* Frees an object. Returns 0, SYS_ERR_NOTGLOBAL, SYS_ERR_NOTOBJECT or
+ * SYS_ERR_FREED. sys_free(NULL) returns 0. */
+int sys_free(void *ptr);
+
+/* Resizes ptr and/or moves it to new_region, copying its contents; the
+ * result may be ptr itself when it stays in its region and fits. ptr NULL
+ * allocates; new_size 0 frees and returns NULL. On failure returns NULL
+ * and ptr is unchanged. */
+void *sys_realloc(void *ptr, size_t new_size, rid_t new_region);
+
+/* num_objects objects of size bytes in region, written to objects[]. Returns
+ * 0 or a negative code; on failure no object is allocated. */
+int sys_balloc(size_t size, rid_t region, int num_objects, void **objects);
+
+/* The bytes usable at ptr (its slot size), or 0 when ptr is not a live
+ * object (sys_last_error() says why). */
+size_t sys_usable_size(void *ptr);
+
+/* ---- communication ------------------------------------------------------ */
+
+/* Sends whole regions (with all their sub-regions) and single objects to
+ * peer_worker, in one transfer of the memory they occupy: no packing into a
+ * buffer, no pointer rewritten. The peer must call sys_recv(). Returns 0,
+ * SYS_ERR_PEER, SYS_ERR_NOREGION (a region the sender does not know),
+ * SYS_ERR_NOTOBJECT / SYS_ERR_FREED (an object that is not live). When the
+ * sender fails, the matching sys_recv() fails with SYS_ERR_PEER. */
+int sys_send(int peer_worker, rid_t *regions, int num_regions,
+             void **objects, int num_objects);
+
+/* Receives what peer_worker sends. regions[] and objects[] (capacities
+ * num_regions and num_objects) are filled, in order, with the region IDs and
+ * object pointers the sender named; unused entries become SYS_NO_REGION and
+ * NULL. The data is in place afterwards at the same addresses. Returns 0,
+ * SYS_ERR_PEER, or SYS_ERR_TRUNCATE when the arrays are too small (the data
+ * is still received and the arrays hold what fits). */
+int sys_recv(int peer_worker, rid_t *regions, int num_regions,
+             void **objects, int num_objects);
+
+/* A barrier of all workers. It also orders every sys_rfree() before it
+ * ahead of every allocation after it, in every worker. */
+int sys_barrier(void);
+
+/* ---- introspection ------------------------------------------------------ */
+
+typedef struct sys_region_stats_s {
+  int64_t live_objects;   /* objects allocated and not freed */
+  int64_t live_bytes;     /* their slot sizes summed */
+  int64_t slabs_full;     /* 4 KiB slabs with every slot taken (a large object's slabs count here) */
+  int64_t slabs_partial;  /* slabs with some slots taken */
+  int64_t slabs_free;     /* empty slabs the region keeps for later allocations */
+  int64_t transfer_bytes; /* bytes a sys_send() of the region would move */
+  int64_t transfer_ranges;/* (address, size) pieces that transfer has */
+  int64_t subregions;     /* regions below it, at every depth */
+} sys_region_stats_t;
+
+/* Statistics of a region alone (include_subregions 0) or with all its
+ * sub-regions (1). Objects that other workers allocate locally are counted
+ * as of their last contact with the scheduler; the caller's own are exact. */
+int sys_region_stats(rid_t region, int include_subregions, sys_region_stats_t *stats);
+
+/* The name of an error code, like MPI_Error_string. */
+const char *sys_strerror(int code);
+
+/* The code of this worker's last failed call (SYS_OK if none yet). */
+int sys_last_error(void);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,79 @@
+/* ranges.c: growable lists of (offset, length) byte ranges. */
+#include <stdlib.h>
+#include "ranges.h"
+#include "manymalloc/myrmics.h"
+
+void mmd_ranges_free(mmd_ranges_t *l) {
+  free(l->r);
+  l->r = NULL;
+  l->n = l->cap = 0;
+}
+
+static int ranges_reserve(mmd_ranges_t *l, size_t want) {
+  if (want <= l->cap) return 0;
+  size_t cap = l->cap ? l->cap * 2 : 16;
+  while (cap < want) cap *= 2;
+  mmd_range_t *r = realloc(l->r, cap * sizeof *r);
+  if (r == NULL) return SYS_ERR_NOMEM;
+  l->r = r;
+  l->cap = cap;
+  return 0;
+}
+
+int mmd_ranges_add(mmd_ranges_t *l, uint64_t off, uint64_t len) {
+  if (len == 0) return 0;
+  if (l->n > 0 && l->r[l->n - 1].off + l->r[l->n - 1].len == off) {
+    l->r[l->n - 1].len += len;
+    return 0;
+  }
+  if (ranges_reserve(l, l->n + 1) != 0) return SYS_ERR_NOMEM;
+  l->r[l->n++] = (mmd_range_t){off, len};
+  return 0;
+}
+
+static int range_cmp(const void *a, const void *b) {
+  const mmd_range_t *x = a, *y = b;
+  return (x->off > y->off) - (x->off < y->off);
+}
+
+void mmd_ranges_normalize(mmd_ranges_t *l) {
+  if (l->n < 2) return;
+  qsort(l->r, l->n, sizeof *l->r, range_cmp);
+  size_t out = 0;
+  for (size_t i = 1; i < l->n; i++) {
+    mmd_range_t *last = &l->r[out];
+    uint64_t end = last->off + last->len;
+    if (l->r[i].off <= end) {
+      uint64_t iend = l->r[i].off + l->r[i].len;
+      if (iend > end) last->len = iend - last->off;
+    } else {
+      l->r[++out] = l->r[i];
+    }
+  }
+  l->n = out + 1;
+}
+
+uint64_t mmd_ranges_bytes(const mmd_ranges_t *l) {
+  uint64_t sum = 0;
+  for (size_t i = 0; i < l->n; i++) sum += l->r[i].len;
+  return sum;
+}
+
+int mmd_ranges_split(mmd_ranges_t *l, uint64_t max) {
+  size_t pieces = 0;
+  for (size_t i = 0; i < l->n; i++) pieces += (l->r[i].len + max - 1) / max;
+  if (pieces == l->n) return 0;
+  if (ranges_reserve(l, pieces) != 0) return SYS_ERR_NOMEM;
+  size_t out = pieces;
+  for (size_t i = l->n; i-- > 0;) {  /* back to front, so nothing unread is overwritten */
+    mmd_range_t r = l->r[i];
+    size_t k = (r.len + max - 1) / max;
+    for (size_t j = k; j-- > 0;) {
+      uint64_t off = r.off + j * max;
+      uint64_t len = (j + 1 == k) ? r.len - j * max : max;
+      l->r[--out] = (mmd_range_t){off, len};
+    }
+  }
+  l->n = pieces;
+  return 0;
+}

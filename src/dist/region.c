@@ -1,0 +1,311 @@
+/* region.c: local regions. Each region is a slab pool; the scheduler's
+ * memory not held by any region is in the Free Ranges, what regions hold is
+ * in the Used Ranges (each run tagged with its region's ID), and region IDs
+ * are in the Used/Free Region IDs tries. A region takes memory in runs of
+ * refill_slabs near its last run, keeps at most high_water free slabs, and
+ * gives up all but low_water of them when the Free Ranges run dry. */
+#include <stdlib.h>
+#include "region.h"
+#include "runs.h"
+
+#define MMD_RANGE_RID_BITS 32
+
+/* ---------------------------------------------------------------------------
+ * Used Ranges: first slab key -> run length << 32 | rid
+ * ------------------------------------------------------------------------- */
+
+static inline uint64_t used_value(uint64_t n, rid_t rid) {
+  return n << MMD_RANGE_RID_BITS | (uint64_t)rid;
+}
+
+/* The Used Ranges run holding key: true with its first key, length and rid. */
+static bool used_run_of(const mmd_regions_t *R, uint64_t key, uint64_t *first, uint64_t *n,
+                        rid_t *rid) {
+  uint64_t v;
+  if (!mmd_trie_floor(&R->used_ranges, key, first, &v)) return false;
+  *n = v >> MMD_RANGE_RID_BITS;
+  *rid = (rid_t)(v & ((1ull << MMD_RANGE_RID_BITS) - 1));
+  return key < *first + *n;
+}
+
+static int used_add(mmd_regions_t *R, uint64_t key, uint64_t n, rid_t rid) {
+  uint64_t first, len;
+  rid_t owner;
+  if (key > 0 && used_run_of(R, key - 1, &first, &len, &owner) && owner == rid) {
+    mmd_trie_insert(&R->used_ranges, first, used_value(len + n, rid)); /* exists: no node */
+    return 0;
+  }
+  return mmd_trie_insert(&R->used_ranges, key, used_value(n, rid));
+}
+
+/* Cuts [key, key + n) out of the run holding it. */
+static void used_cut(mmd_regions_t *R, uint64_t key, uint64_t n) {
+  uint64_t first, len;
+  rid_t rid;
+  if (!used_run_of(R, key, &first, &len, &rid)) return;
+  uint64_t end = first + len;
+  if (key + n < end) mmd_trie_insert(&R->used_ranges, key + n, used_value(end - key - n, rid));
+  if (key > first) mmd_trie_insert(&R->used_ranges, first, used_value(key - first, rid));
+  else mmd_trie_remove(&R->used_ranges, first);
+}
+
+/* ---------------------------------------------------------------------------
+ * Memory between the Free Ranges and a region's pool
+ * ------------------------------------------------------------------------- */
+
+static void region_give_back(mmd_regions_t *R, uint64_t key, uint64_t n) {
+  used_cut(R, key, n);
+  mmd_regions_release(R, key, n);
+}
+
+void mmd_regions_release(mmd_regions_t *R, uint64_t key, uint64_t n) {
+  mmd_runs_add(&R->free_ranges, key, n);
+  R->free_slabs += n;
+}
+
+/* Gives back the region's free slabs above keep. */
+static void region_trim_to(mmd_regions_t *R, mmd_region_t *g, uint64_t keep) {
+  uint64_t key, n;
+  while (g->pool.n.slabs_free > keep &&
+         mmd_pool_take_free(&g->pool, g->pool.n.slabs_free - keep, &key, &n))
+    region_give_back(R, key, n);
+}
+
+/* Memory pressure: every region, from where the last pass stopped, keeps
+ * only low_water free slabs, until need slabs are free. */
+static void regions_trim(mmd_regions_t *R, uint64_t need) {
+  mmd_region_t *g = R->trim_cursor;
+  for (uint64_t i = 0; i < R->nregions && R->free_slabs < need; i++, g = g->trim_next)
+    region_trim_to(R, g, R->low_water);
+  R->trim_cursor = g;
+}
+
+static bool region_take(mmd_regions_t *R, mmd_region_t *g, uint64_t n, uint64_t *key) {
+  if (!mmd_runs_take_near(&R->free_ranges, n, g->near_key, key)) return false;
+  if (used_add(R, *key, n, g->rid) != 0 || mmd_pool_add_free(&g->pool, *key, n) != 0) {
+    mmd_regions_release(R, *key, n);
+    return false;
+  }
+  R->free_slabs -= n;
+  g->near_key = *key + n;
+  return true;
+}
+
+/* Gives g at least need free slabs: 0 or SYS_ERR_NOMEM. */
+static int region_refill(mmd_regions_t *R, mmd_region_t *g, uint64_t need) {
+  uint64_t key, batch = need > R->refill_slabs ? need : R->refill_slabs;
+  if (region_take(R, g, batch, &key)) return 0;
+  if (batch > need && region_take(R, g, need, &key)) return 0;
+  regions_trim(R, need);
+  return region_take(R, g, need, &key) ? 0 : SYS_ERR_NOMEM;
+}
+
+/* ---------------------------------------------------------------------------
+ * The region table
+ * ------------------------------------------------------------------------- */
+
+static mmd_region_t *region_new(mmd_regions_t *R, rid_t rid, mmd_region_t *parent, int hint) {
+  mmd_region_t *g = calloc(1, sizeof *g);
+  if (g == NULL) return NULL;
+  if (mmd_trie_insert(&R->used_ids, (uint64_t)rid, (uint64_t)(uintptr_t)g) != 0) {
+    free(g);
+    return NULL;
+  }
+  g->rid = rid;
+  g->level_hint = hint;
+  g->parent = parent;
+  g->near_key = parent ? parent->near_key : 0;
+  mmd_pool_init(&g->pool, &R->meta, R->key_bits);
+  if (parent) {
+    g->next_sibling = parent->first_child;
+    if (parent->first_child) parent->first_child->prev_sibling = g;
+    parent->first_child = g;
+  }
+  mmd_region_t *ring = R->trim_cursor;
+  g->trim_next = ring ? ring : g;
+  g->trim_prev = ring ? ring->trim_prev : g;
+  g->trim_prev->trim_next = g;
+  g->trim_next->trim_prev = g;
+  if (!ring) R->trim_cursor = g;
+  R->nregions++;
+  return g;
+}
+
+int mmd_regions_init(mmd_regions_t *R, uint64_t space_bytes, rid_t max_rid) {
+  *R = (mmd_regions_t){.refill_slabs = 16, .high_water = 32, .low_water = 0};
+  R->space_slabs = space_bytes >> MMD_SLAB_SHIFT;
+  R->key_bits = mmd_trie_bits_for(R->space_slabs);
+  mmd_meta_init(&R->meta);
+  mmd_trie_init(&R->free_ranges, &R->meta, R->key_bits);
+  mmd_trie_init(&R->used_ranges, &R->meta, R->key_bits);
+  mmd_trie_init(&R->free_ids, &R->meta, mmd_trie_bits_for((uint64_t)max_rid));
+  mmd_trie_init(&R->used_ids, &R->meta, mmd_trie_bits_for((uint64_t)max_rid));
+  if (R->space_slabs == 0 || mmd_runs_add(&R->free_ranges, 0, R->space_slabs) != 0 ||
+      (max_rid > 0 && mmd_runs_add(&R->free_ids, 1, (uint64_t)max_rid) != 0))
+    return SYS_ERR_NOMEM;
+  R->free_slabs = R->space_slabs;
+  R->root = region_new(R, 0, NULL, 0);
+  return R->root ? 0 : SYS_ERR_NOMEM;
+}
+
+mmd_region_t *mmd_region_get(const mmd_regions_t *R, rid_t rid) {
+  if (rid < 0 || (uint64_t)rid >> (3u * R->used_ids.levels) != 0) return NULL;
+  return (mmd_region_t *)(uintptr_t)mmd_trie_find(&R->used_ids, (uint64_t)rid);
+}
+
+mmd_region_t *mmd_region_of(const mmd_regions_t *R, uint64_t off) {
+  uint64_t first, n;
+  rid_t rid;
+  if (!used_run_of(R, off >> MMD_SLAB_SHIFT, &first, &n, &rid)) return NULL;
+  return mmd_region_get(R, rid);
+}
+
+rid_t mmd_region_create(mmd_regions_t *R, rid_t parent, int level_hint) {
+  mmd_region_t *p = mmd_region_get(R, parent);
+  if (p == NULL) return SYS_ERR_NOREGION;
+  uint64_t rid;
+  if (!mmd_runs_take_near(&R->free_ids, 1, 0, &rid)) return SYS_ERR_NOIDS;
+  mmd_region_t *g = region_new(R, (rid_t)rid, p, level_hint);
+  if (g == NULL) {
+    mmd_runs_add(&R->free_ids, rid, 1);
+    return SYS_ERR_NOMEM;
+  }
+  return g->rid;
+}
+
+/* ---------------------------------------------------------------------------
+ * Destruction: a step a slab run and a step a region, none an object
+ * ------------------------------------------------------------------------- */
+
+typedef struct region_giving {
+  mmd_regions_t *R;
+  rid_t rid;
+} region_giving_t;
+
+static void region_give_run(void *ctx, uint64_t key, uint64_t n, int32_t lease) {
+  region_giving_t *gv = ctx;
+  if (lease != MMD_NO_WORKER && gv->R->zombie) {
+    used_cut(gv->R, key, n);
+    gv->R->zombie(gv->R->zombie_ctx, gv->rid, key, n, lease);
+    return;
+  }
+  region_give_back(gv->R, key, n);
+}
+
+static void region_unlink(mmd_regions_t *R, mmd_region_t *g) {
+  if (g->prev_sibling) g->prev_sibling->next_sibling = g->next_sibling;
+  else if (g->parent) g->parent->first_child = g->next_sibling;
+  if (g->next_sibling) g->next_sibling->prev_sibling = g->prev_sibling;
+  if (R->trim_cursor == g) R->trim_cursor = g->trim_next;
+  g->trim_prev->trim_next = g->trim_next;
+  g->trim_next->trim_prev = g->trim_prev;
+  R->nregions--;
+}
+
+/* Frees one region with no sub-regions left. */
+static void region_dispose(mmd_regions_t *R, mmd_region_t *g) {
+  region_giving_t gv = {R, g->rid};
+  mmd_pool_destroy(&g->pool, region_give_run, &gv);
+  mmd_trie_remove(&R->used_ids, (uint64_t)g->rid);
+  mmd_runs_add(&R->free_ids, (uint64_t)g->rid, 1);
+  region_unlink(R, g);
+  free(g);
+}
+
+/* Post-order without recursion: sub-regions may nest arbitrarily deep. */
+static void region_dispose_tree(mmd_regions_t *R, mmd_region_t *top) {
+  mmd_region_t *g = top;
+  for (;;) {
+    while (g->first_child) g = g->first_child;
+    mmd_region_t *parent = g->parent;
+    bool last = g == top;
+    region_dispose(R, g);
+    if (last) return;
+    g = parent;
+  }
+}
+
+int mmd_region_destroy(mmd_regions_t *R, rid_t rid) {
+  if (rid == 0) return SYS_ERR_ROOT;
+  mmd_region_t *g = mmd_region_get(R, rid);
+  if (g == NULL) return SYS_ERR_NOREGION;
+  region_dispose_tree(R, g);
+  return 0;
+}
+
+void mmd_regions_destroy(mmd_regions_t *R) {
+  while (R->root->first_child) region_dispose_tree(R, R->root->first_child);
+  region_giving_t gv = {R, 0};
+  mmd_pool_destroy(&R->root->pool, region_give_run, &gv);
+  free(R->root);
+  mmd_meta_destroy(&R->meta);
+  *R = (mmd_regions_t){0};
+}
+
+/* ---------------------------------------------------------------------------
+ * Objects and leases
+ * ------------------------------------------------------------------------- */
+
+int mmd_region_alloc(mmd_regions_t *R, mmd_region_t *g, uint64_t size, uint64_t *off) {
+  if (size == 0) return SYS_ERR_ARG;
+  if (size > R->space_slabs << MMD_SLAB_SHIFT) return SYS_ERR_NOMEM;
+  uint64_t slot = mmd_slot_of(size);
+  for (;;) {
+    int rc = mmd_pool_alloc(&g->pool, slot, off);
+    if (rc != MMD_POOL_EMPTY) return rc;
+    rc = region_refill(R, g, mmd_slabs_for(slot));
+    if (rc != 0) return rc;
+  }
+}
+
+int mmd_region_free(mmd_regions_t *R, uint64_t off, int32_t *notify) {
+  mmd_region_t *g = mmd_region_of(R, off);
+  *notify = MMD_NO_WORKER;
+  if (g == NULL) return SYS_ERR_FREED;
+  int rc = mmd_pool_free(&g->pool, off, notify);
+  if (rc == 0) region_trim_to(R, g, R->high_water);
+  return rc;
+}
+
+int mmd_region_lease(mmd_regions_t *R, mmd_region_t *g, uint64_t slot, int32_t worker, int want,
+                     mmd_cell_t *cells) {
+  for (;;) {
+    int got = mmd_pool_lease(&g->pool, slot, worker, want, cells);
+    if (got != 0) return got;
+    int rc = region_refill(R, g, (uint64_t)want * mmd_slabs_for(slot));
+    if (rc != 0 && want > 1) rc = region_refill(R, g, mmd_slabs_for(slot));
+    if (rc != 0) return rc;
+  }
+}
+
+int mmd_region_unlease(mmd_regions_t *R, mmd_region_t *g, mmd_cell_t cell, uint64_t bits) {
+  int twice = mmd_pool_unlease(&g->pool, cell, bits);
+  region_trim_to(R, g, R->high_water);
+  return twice;
+}
+
+/* ---------------------------------------------------------------------------
+ * Statistics
+ * ------------------------------------------------------------------------- */
+
+const mmd_region_t *mmd_region_walk_next(const mmd_region_t *g, const mmd_region_t *top) {
+  if (g->first_child) return g->first_child;
+  while (g != top && !g->next_sibling) g = g->parent;
+  return g == top ? NULL : g->next_sibling;
+}
+
+void mmd_region_counts(const mmd_region_t *g, int with_subregions, mmd_pool_counts_t *c,
+                       uint64_t *subregions) {
+  *c = (mmd_pool_counts_t){0};
+  *subregions = 0;
+  for (const mmd_region_t *r = g; r; r = mmd_region_walk_next(r, g)) {
+    if (r != g) ++*subregions;
+    if (r != g && !with_subregions) continue;
+    c->live_objects += r->pool.n.live_objects;
+    c->live_bytes += r->pool.n.live_bytes;
+    c->slabs_full += r->pool.n.slabs_full;
+    c->slabs_partial += r->pool.n.slabs_partial;
+    c->slabs_free += r->pool.n.slabs_free;
+    c->slabs_leased += r->pool.n.slabs_leased;
+  }
+}

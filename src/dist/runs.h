@@ -1,0 +1,21 @@
+/* runs.h: tries of runs. A run [key, key + length) of slabs or of region IDs
+ * is stored as key -> length; runs never touch (mmd_runs_add coalesces), so
+ * the trie holds as few keys as possible. The Free Trie of a slab pool, the
+ * Free Ranges and the Free Region IDs are such tries. */
+#ifndef MMD_RUNS_H
+#define MMD_RUNS_H
+
+#include <stdbool.h>
+#include "trie.h"
+
+/* Adds [key, key + n), coalesced with its neighbours: 0 or SYS_ERR_NOMEM. */
+int mmd_runs_add(mmd_trie_t *t, uint64_t key, uint64_t n);
+/* Takes n from the top of the lowest run holding n (no trie node needed). */
+bool mmd_runs_take_top_fit(mmd_trie_t *t, uint64_t n, uint64_t *key);
+/* Takes n from the bottom of the first run at or after near that holds n
+ * (wrapping around to the lowest), keeping a region's memory together. */
+bool mmd_runs_take_near(mmd_trie_t *t, uint64_t n, uint64_t near, uint64_t *key);
+/* Takes up to max from the top of the highest run. */
+bool mmd_runs_take_highest(mmd_trie_t *t, uint64_t max, uint64_t *key, uint64_t *n);
+
+#endif

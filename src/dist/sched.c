@@ -1,0 +1,317 @@
+/* sched.c: the scheduler's event server. One handler a request type, in
+ * the table at the end of this file; every handler answers through
+ * sched_reply(), which also delivers what the worker is owed (leases to
+ * drop, remote frees in its leased slabs). A handler may defer its reply
+ * (the barrier) and answer later from another event. */
+#include <stdio.h>
+#include <stdlib.h>
+#include "sched.h"
+#include "transport.h"
+#include "errors.h"
+
+#define MMD_MAX_RID     ((rid_t)INT32_MAX)
+#define MMD_LEASE_MAX   64
+
+typedef void mmd_handler_fn(mmd_sched_t *s, const mmd_event_t *ev);
+
+/* ---------------------------------------------------------------------------
+ * Replies and what they carry
+ * ------------------------------------------------------------------------- */
+
+static void owed_remote(mmd_sched_t *s, mmd_owed_t *o, int worker, mmd_buf_t *remote) {
+  const uint64_t *offs = (const uint64_t *)o->remote.p;
+  for (size_t i = 0; i < o->remote.len / 8; i++) {
+    mmd_region_t *g = mmd_region_of(&s->R, offs[i]);
+    mmd_cell_t cell;
+    mmd_slab_t *slab = g ? mmd_pool_find(&g->pool, offs[i], &cell) : NULL;
+    if (slab == NULL || slab->lease != worker) continue;
+    mmd_remote_t r = {slab->key << MMD_SLAB_SHIFT, mmd_pool_take_remote(&g->pool, cell)};
+    if (r.bits) mmd_buf_put(remote, &r, sizeof r);
+  }
+  o->remote.len = 0;
+}
+
+/* The worker has dropped the leases it was told to: their runs are free. */
+static void owed_settle(mmd_sched_t *s, mmd_owed_t *o) {
+  for (size_t i = 0; i < o->zombies.n; i++)
+    mmd_regions_release(&s->R, o->zombies.r[i].off, o->zombies.r[i].len);
+  o->zombies.n = 0;
+  o->revokes.len = 0;
+}
+
+static void sched_reply(mmd_sched_t *s, int worker, int64_t status, int64_t val,
+                        const void *items, size_t nitems) {
+  mmd_owed_t *o = &s->owed[worker];
+  mmd_buf_t remote = {0};
+  owed_remote(s, o, worker, &remote);
+  mmd_rep_hdr_t h = {.status = status, .val = val, .nrevokes = (uint32_t)(o->revokes.len / 8),
+                     .nremote = (uint32_t)(remote.len / sizeof(mmd_remote_t)),
+                     .nitems = (uint32_t)nitems};
+  s->rep.len = 0;
+  if (mmd_buf_put(&s->rep, &h, sizeof h) != 0 || mmd_buf_put(&s->rep, o->revokes.p, o->revokes.len) != 0 ||
+      mmd_buf_put(&s->rep, remote.p, remote.len) != 0 || mmd_buf_put(&s->rep, items, nitems * 8) != 0) {
+    h = (mmd_rep_hdr_t){.status = SYS_ERR_NOMEM};  /* the owed parts wait for the next reply */
+    s->rep.len = 0;
+    mmd_buf_put(&s->rep, &h, sizeof h);
+  } else {
+    owed_settle(s, o);
+  }
+  mmd_buf_free(&remote);
+  mmd_tp_reply(s->first_worker + worker, &s->rep);
+}
+
+static void sched_reply_status(mmd_sched_t *s, const mmd_event_t *ev, int64_t status) {
+  sched_reply(s, ev->worker, status, 0, NULL, 0);
+}
+
+static void sched_reply_ranges(mmd_sched_t *s, const mmd_event_t *ev, int64_t status,
+                               const mmd_ranges_t *l) {
+  sched_reply(s, ev->worker, status, 0, l->r, l->n * 2);
+}
+
+/* A leased slab of a destroyed region: free once its holder has heard. */
+static void sched_zombie(void *ctx, rid_t rid, uint64_t key, uint64_t n, int32_t worker) {
+  mmd_sched_t *s = ctx;
+  mmd_owed_t *o = &s->owed[worker];
+  const int64_t *last = o->revokes.len ? (const int64_t *)(o->revokes.p + o->revokes.len - 8) : NULL;
+  if (!last || *last != rid) mmd_buf_put(&o->revokes, &rid, sizeof rid);
+  mmd_ranges_add(&o->zombies, key, n);
+}
+
+/* ---------------------------------------------------------------------------
+ * Lease reports, applied before every request
+ * ------------------------------------------------------------------------- */
+
+static void sched_apply_report(mmd_sched_t *s, int worker, const mmd_report_t *r) {
+  mmd_region_t *g = mmd_region_of(&s->R, r->off);
+  mmd_cell_t cell;
+  mmd_slab_t *slab = g ? mmd_pool_find(&g->pool, r->off, &cell) : NULL;
+  if (slab == NULL || slab->lease != worker) return;  /* revoked meanwhile */
+  if (!r->unlease) {
+    mmd_pool_sync(&g->pool, cell, r->live);
+    return;
+  }
+  int twice = mmd_region_unlease(&s->R, g, cell, r->live);
+  if (twice > 0)
+    mmd_fail(SYS_ERR_FREED, "sys_free", "%d object(s) of the slab at offset 0x%llx, seen when worker %d returned it",
+             twice, (unsigned long long)r->off, worker);
+}
+
+/* ---------------------------------------------------------------------------
+ * Handlers: regions
+ * ------------------------------------------------------------------------- */
+
+static void on_ralloc(mmd_sched_t *s, const mmd_event_t *ev) {
+  const int64_t *a = ev->req.hdr->arg;
+  sched_reply_status(s, ev, mmd_region_create(&s->R, a[0], (int)a[1]));
+}
+
+static void on_rfree(mmd_sched_t *s, const mmd_event_t *ev) {
+  mmd_region_t *g = mmd_region_get(&s->R, ev->req.hdr->arg[0]);
+  mmd_ranges_t freed = {0};
+  if (g && g->rid != 0) mmd_pack_region(g, 1, &freed);   /* what the caller may give back */
+  int rc = mmd_region_destroy(&s->R, ev->req.hdr->arg[0]);
+  sched_reply_ranges(s, ev, rc, rc == 0 ? &freed : &(mmd_ranges_t){0});
+  mmd_ranges_free(&freed);
+}
+
+static void on_stats(mmd_sched_t *s, const mmd_event_t *ev) {
+  const int64_t *a = ev->req.hdr->arg;
+  mmd_region_t *g = mmd_region_get(&s->R, a[0]);
+  if (g == NULL) return sched_reply_status(s, ev, SYS_ERR_NOREGION);
+  mmd_pool_counts_t c;
+  uint64_t sub;
+  mmd_region_counts(g, (int)a[1], &c, &sub);
+  mmd_ranges_t packed = {0};
+  mmd_pack_region(g, (int)a[1], &packed);
+  mmd_ranges_normalize(&packed);
+  sys_region_stats_t st = {
+      .live_objects = (int64_t)c.live_objects, .live_bytes = (int64_t)c.live_bytes,
+      .slabs_full = (int64_t)c.slabs_full, .slabs_partial = (int64_t)(c.slabs_partial + c.slabs_leased),
+      .slabs_free = (int64_t)c.slabs_free, .transfer_bytes = (int64_t)mmd_ranges_bytes(&packed),
+      .transfer_ranges = (int64_t)packed.n, .subregions = (int64_t)sub};
+  mmd_ranges_free(&packed);
+  sched_reply(s, ev->worker, 0, 0, &st, sizeof st / 8);
+}
+
+/* ---------------------------------------------------------------------------
+ * Handlers: objects
+ * ------------------------------------------------------------------------- */
+
+static void on_alloc(mmd_sched_t *s, const mmd_event_t *ev) {
+  const int64_t *a = ev->req.hdr->arg;
+  mmd_region_t *g = mmd_region_get(&s->R, a[1]);
+  uint64_t off = 0;
+  int rc = g ? mmd_region_alloc(&s->R, g, (uint64_t)a[0], &off) : SYS_ERR_NOREGION;
+  sched_reply(s, ev->worker, rc, (int64_t)off, NULL, 0);
+}
+
+/* A free into a slab another worker leases: that worker hears of it. */
+static int sched_free(mmd_sched_t *s, uint64_t off) {
+  int32_t notify;
+  int rc = mmd_region_free(&s->R, off, &notify);
+  if (notify != MMD_NO_WORKER) mmd_buf_put(&s->owed[notify].remote, &off, sizeof off);
+  return rc;
+}
+
+static void on_free(mmd_sched_t *s, const mmd_event_t *ev) {
+  sched_reply_status(s, ev, sched_free(s, (uint64_t)ev->req.hdr->arg[0]));
+}
+
+static void on_balloc(mmd_sched_t *s, const mmd_event_t *ev) {
+  const int64_t *a = ev->req.hdr->arg;
+  mmd_region_t *g = mmd_region_get(&s->R, a[1]);
+  if (g == NULL) return sched_reply_status(s, ev, SYS_ERR_NOREGION);
+  uint64_t n = (uint64_t)a[2], *offs = malloc(n * sizeof *offs);
+  if (offs == NULL) return sched_reply_status(s, ev, SYS_ERR_NOMEM);
+  int rc = 0;
+  uint64_t i = 0;
+  for (; i < n && rc == 0; i++) rc = mmd_region_alloc(&s->R, g, (uint64_t)a[0], &offs[i]);
+  if (rc != 0)
+    while (--i > 0) sched_free(s, offs[i - 1]);  /* all or nothing */
+  sched_reply(s, ev->worker, rc, 0, offs, rc == 0 ? n : 0);
+  free(offs);
+}
+
+static void on_usable(mmd_sched_t *s, const mmd_event_t *ev) {
+  uint64_t off = (uint64_t)ev->req.hdr->arg[0];
+  mmd_region_t *g = mmd_region_of(&s->R, off);
+  sched_reply(s, ev->worker, g ? mmd_pool_usable(&g->pool, off) : SYS_ERR_FREED, g ? g->rid : 0, NULL, 0);
+}
+
+/* ---------------------------------------------------------------------------
+ * Handlers: transfers and leases
+ * ------------------------------------------------------------------------- */
+
+/* items: the rids, then the object offsets. Replies with the runs to move,
+ * or with the index of the first item that fails in val. */
+static void on_pack(mmd_sched_t *s, const mmd_event_t *ev) {
+  const int64_t *a = ev->req.hdr->arg;
+  const uint64_t *items = ev->req.items;
+  mmd_ranges_t l = {0};
+  int64_t rc = 0, bad = 0;
+  for (int64_t i = 0; rc == 0 && i < a[0] + a[1]; i++) {
+    bad = i;
+    if (i < a[0]) {
+      mmd_region_t *g = mmd_region_get(&s->R, (rid_t)items[i]);
+      rc = g ? mmd_pack_region(g, 1, &l) : SYS_ERR_NOREGION;
+    } else {
+      mmd_region_t *g = mmd_region_of(&s->R, items[i]);
+      int64_t size = g ? mmd_pool_usable(&g->pool, items[i]) : SYS_ERR_FREED;
+      rc = size < 0 ? size : mmd_ranges_add(&l, items[i], (uint64_t)size);
+    }
+  }
+  mmd_ranges_normalize(&l);
+  if (rc == 0) rc = mmd_ranges_split(&l, MMD_TP_MAX_BLOCK);
+  if (rc != 0) l.n = 0;
+  sched_reply(s, ev->worker, rc, rc == 0 ? 0 : bad, l.r, l.n * 2);
+  mmd_ranges_free(&l);
+}
+
+static void on_lease(mmd_sched_t *s, const mmd_event_t *ev) {
+  const int64_t *a = ev->req.hdr->arg;
+  mmd_region_t *g = mmd_region_get(&s->R, a[0]);
+  uint64_t slot = (uint64_t)a[1];
+  if (g == NULL) return sched_reply_status(s, ev, SYS_ERR_NOREGION);
+  if (slot == 0 || slot % MMD_SLOT_ALIGN || slot > MMD_SLAB_SIZE) return sched_reply_status(s, ev, SYS_ERR_ARG);
+  int want = a[2] < 1 ? 1 : a[2] > MMD_LEASE_MAX ? MMD_LEASE_MAX : (int)a[2];
+  mmd_cell_t cells[MMD_LEASE_MAX];
+  int got = mmd_region_lease(&s->R, g, slot, ev->worker, want, cells);
+  uint64_t granted[2 * MMD_LEASE_MAX];
+  for (int i = 0; i < got; i++) {
+    const mmd_slab_t *slab = mmd_cell(&s->R.meta, cells[i]);
+    granted[2 * i] = slab->key << MMD_SLAB_SHIFT;
+    granted[2 * i + 1] = slab->live;
+  }
+  sched_reply(s, ev->worker, got, 0, granted, got > 0 ? 2 * (size_t)got : 0);
+}
+
+static void on_live(mmd_sched_t *s, const mmd_event_t *ev) {
+  const uint64_t *items = ev->req.items;
+  mmd_ranges_t live = {0};
+  int rc = 0;
+  for (uint32_t i = 0; rc == 0 && i + 1 < ev->req.hdr->nitems; i += 2)
+    rc = mmd_pack_live_part(&s->R, items[i], items[i + 1], &live);
+  sched_reply_ranges(s, ev, rc, rc == 0 ? &live : &(mmd_ranges_t){0});
+  mmd_ranges_free(&live);
+}
+
+/* ---------------------------------------------------------------------------
+ * Handlers: workers together
+ * ------------------------------------------------------------------------- */
+
+static void sched_barrier_release(mmd_sched_t *s) {
+  if (s->nbarrier == 0 || s->nbarrier < s->nworkers - s->ndone) return;
+  for (int w = 0; w < s->nworkers; w++)
+    if (s->owed[w].at_barrier) {
+      s->owed[w].at_barrier = false;
+      sched_reply(s, w, 0, 0, NULL, 0);
+    }
+  s->nbarrier = 0;
+}
+
+static void on_barrier(mmd_sched_t *s, const mmd_event_t *ev) {
+  s->owed[ev->worker].at_barrier = true;
+  s->nbarrier++;
+  sched_barrier_release(s);
+}
+
+static void on_done(mmd_sched_t *s, const mmd_event_t *ev) {
+  mmd_owed_t *o = &s->owed[ev->worker];
+  if (o->done) return;
+  o->done = true;
+  owed_settle(s, o);
+  s->ndone++;
+  sched_barrier_release(s);   /* the others need not wait for it */
+}
+
+/* ---------------------------------------------------------------------------
+ * The protocol table and the loop
+ * ------------------------------------------------------------------------- */
+
+static mmd_handler_fn *const handlers[MMD_MSG_COUNT] = {
+    [MMD_MSG_RALLOC] = on_ralloc,   [MMD_MSG_RFREE] = on_rfree,   [MMD_MSG_ALLOC] = on_alloc,
+    [MMD_MSG_FREE] = on_free,       [MMD_MSG_BALLOC] = on_balloc, [MMD_MSG_USABLE] = on_usable,
+    [MMD_MSG_PACK] = on_pack,       [MMD_MSG_STATS] = on_stats,   [MMD_MSG_LEASE] = on_lease,
+    [MMD_MSG_LIVE] = on_live,       [MMD_MSG_BARRIER] = on_barrier, [MMD_MSG_DONE] = on_done,
+};
+
+static void sched_dispatch(mmd_sched_t *s, int worker) {
+  mmd_event_t ev = {.worker = worker};
+  if (mmd_req_view(&s->req, &ev.req) != 0 || ev.req.hdr->type >= MMD_MSG_COUNT)
+    return sched_reply(s, worker, SYS_ERR_ARG, 0, NULL, 0);
+  for (uint32_t i = 0; i < ev.req.hdr->nreports; i++) sched_apply_report(s, worker, &ev.req.reports[i]);
+  handlers[ev.req.hdr->type](s, &ev);
+}
+
+int mmd_sched_serve(mmd_sched_t *s) {
+  while (s->ndone < s->nworkers) {
+    int src;
+    if (mmd_tp_next_request(&s->req, &src) != 0) return SYS_ERR_MPI;
+    int worker = src - s->first_worker;
+    if (worker >= 0 && worker < s->nworkers) sched_dispatch(s, worker);
+  }
+  return 0;
+}
+
+int mmd_sched_init(mmd_sched_t *s, uint64_t space_bytes, int first_worker, int nworkers) {
+  *s = (mmd_sched_t){.first_worker = first_worker, .nworkers = nworkers};
+  s->owed = calloc((size_t)nworkers, sizeof *s->owed);
+  if (s->owed == NULL || mmd_regions_init(&s->R, space_bytes, MMD_MAX_RID) != 0) return SYS_ERR_NOMEM;
+  s->R.zombie = sched_zombie;
+  s->R.zombie_ctx = s;
+  return 0;
+}
+
+void mmd_sched_destroy(mmd_sched_t *s) {
+  s->R.zombie = NULL;   /* nobody is owed anything any more */
+  for (int w = 0; w < s->nworkers; w++) {
+    mmd_buf_free(&s->owed[w].revokes);
+    mmd_buf_free(&s->owed[w].remote);
+    mmd_ranges_free(&s->owed[w].zombies);
+  }
+  free(s->owed);
+  mmd_regions_destroy(&s->R);
+  mmd_buf_free(&s->req);
+  mmd_buf_free(&s->rep);
+}

@@ -1,0 +1,144 @@
+/* transport.c: the only file that calls MPI. Requests and replies are small
+ * two-sided messages on a duplicate of MPI_COMM_WORLD; region data moves in
+ * one MPI_Send/MPI_Recv of an hindexed datatype over MPI_BOTTOM, the same
+ * on both sides because the addresses are the same: no staging buffer. */
+#include <stdlib.h>
+#include "transport.h"
+#include "manymalloc/myrmics.h"
+
+enum { TAG_REQUEST = 1, TAG_REPLY, TAG_HEADER, TAG_DATA };
+
+static struct {
+  bool started;      /* MPI_Init was ours, so MPI_Finalize is too */
+  int rank, size;
+  MPI_Comm sched;    /* requests and replies, every rank */
+  MPI_Comm peers;    /* transfers, workers only */
+  MPI_Comm user;     /* sys_worker_comm(), workers only */
+} tp = {.sched = MPI_COMM_NULL, .peers = MPI_COMM_NULL, .user = MPI_COMM_NULL};
+
+#define TP_CHECK(call) do { if ((call) != MPI_SUCCESS) return SYS_ERR_MPI; } while (0)
+
+int mmd_tp_init(int *argc, char ***argv) {
+  int inited = 0;
+  MPI_Initialized(&inited);
+  if (!inited) {
+    TP_CHECK(MPI_Init(argc, argv));
+    tp.started = true;
+  }
+  MPI_Comm_rank(MPI_COMM_WORLD, &tp.rank);
+  MPI_Comm_size(MPI_COMM_WORLD, &tp.size);
+  return 0;
+}
+
+int mmd_tp_finalize(void) {
+  MPI_Comm *comms[] = {&tp.sched, &tp.peers, &tp.user};
+  for (size_t i = 0; i < 3; i++)
+    if (*comms[i] != MPI_COMM_NULL) MPI_Comm_free(comms[i]);
+  int finalized = 0;
+  MPI_Finalized(&finalized);
+  if (tp.started && !finalized) TP_CHECK(MPI_Finalize());
+  return 0;
+}
+
+int mmd_tp_rank(void) { return tp.rank; }
+int mmd_tp_size(void) { return tp.size; }
+
+bool mmd_tp_all_ok(bool ok) {
+  int mine = ok, all = 0;
+  MPI_Allreduce(&mine, &all, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
+  return all != 0;
+}
+
+int mmd_tp_open(int first_worker) {
+  TP_CHECK(MPI_Comm_dup(MPI_COMM_WORLD, &tp.sched));
+  int color = tp.rank >= first_worker ? 0 : MPI_UNDEFINED;
+  TP_CHECK(MPI_Comm_split(MPI_COMM_WORLD, color, tp.rank, &tp.peers));
+  if (tp.peers != MPI_COMM_NULL) TP_CHECK(MPI_Comm_dup(tp.peers, &tp.user));
+  return 0;
+}
+
+MPI_Comm mmd_tp_user_comm(void) { return tp.user; }
+
+/* ---------------------------------------------------------------------------
+ * Requests and replies
+ * ------------------------------------------------------------------------- */
+
+static int tp_recv_into(MPI_Comm comm, int src, int tag, mmd_buf_t *b, int *from) {
+  MPI_Status st;
+  int count;
+  TP_CHECK(MPI_Probe(src, tag, comm, &st));
+  MPI_Get_count(&st, MPI_BYTE, &count);
+  if (mmd_buf_reserve(b, (size_t)count) != 0) return SYS_ERR_NOMEM;
+  TP_CHECK(MPI_Recv(b->p, count, MPI_BYTE, st.MPI_SOURCE, tag, comm, MPI_STATUS_IGNORE));
+  b->len = (size_t)count;
+  if (from) *from = st.MPI_SOURCE;
+  return 0;
+}
+
+int mmd_tp_send_request(int sched_rank, const mmd_buf_t *req) {
+  TP_CHECK(MPI_Send(req->p, (int)req->len, MPI_BYTE, sched_rank, TAG_REQUEST, tp.sched));
+  return 0;
+}
+
+int mmd_tp_call(int sched_rank, const mmd_buf_t *req, mmd_buf_t *rep) {
+  int rc = mmd_tp_send_request(sched_rank, req);
+  return rc ? rc : tp_recv_into(tp.sched, sched_rank, TAG_REPLY, rep, NULL);
+}
+
+int mmd_tp_next_request(mmd_buf_t *req, int *src_rank) {
+  return tp_recv_into(tp.sched, MPI_ANY_SOURCE, TAG_REQUEST, req, src_rank);
+}
+
+int mmd_tp_reply(int dst_rank, const mmd_buf_t *rep) {
+  TP_CHECK(MPI_Send(rep->p, (int)rep->len, MPI_BYTE, dst_rank, TAG_REPLY, tp.sched));
+  return 0;
+}
+
+/* ---------------------------------------------------------------------------
+ * Transfers between workers
+ * ------------------------------------------------------------------------- */
+
+int mmd_tp_send_msg(int peer_worker, const mmd_buf_t *b) {
+  TP_CHECK(MPI_Send(b->p, (int)b->len, MPI_BYTE, peer_worker, TAG_HEADER, tp.peers));
+  return 0;
+}
+
+int mmd_tp_recv_msg(int peer_worker, mmd_buf_t *b) {
+  return tp_recv_into(tp.peers, peer_worker, TAG_HEADER, b, NULL);
+}
+
+/* One datatype for the whole list: block i is ranges[i] at its address. */
+static int tp_ranges_type(uintptr_t base, const mmd_ranges_t *l, MPI_Datatype *type) {
+  int *lens = malloc(l->n * sizeof *lens);
+  MPI_Aint *addrs = malloc(l->n * sizeof *addrs);
+  int rc = lens && addrs ? 0 : SYS_ERR_NOMEM;
+  for (size_t i = 0; rc == 0 && i < l->n; i++) {
+    lens[i] = (int)l->r[i].len;
+    addrs[i] = (MPI_Aint)(base + l->r[i].off);
+  }
+  if (rc == 0 && (MPI_Type_create_hindexed((int)l->n, lens, addrs, MPI_BYTE, type) != MPI_SUCCESS ||
+                  MPI_Type_commit(type) != MPI_SUCCESS))
+    rc = SYS_ERR_MPI;
+  free(lens);
+  free(addrs);
+  return rc;
+}
+
+static int tp_move_ranges(bool send, int peer, uintptr_t base, const mmd_ranges_t *l) {
+  if (l->n == 0) return 0;
+  MPI_Datatype type;
+  int rc = tp_ranges_type(base, l, &type);
+  if (rc != 0) return rc;
+  int mpi = send ? MPI_Send(MPI_BOTTOM, 1, type, peer, TAG_DATA, tp.peers)
+                 : MPI_Recv(MPI_BOTTOM, 1, type, peer, TAG_DATA, tp.peers, MPI_STATUS_IGNORE);
+  MPI_Type_free(&type);
+  return mpi == MPI_SUCCESS ? 0 : SYS_ERR_MPI;
+}
+
+int mmd_tp_send_ranges(int peer_worker, uintptr_t base, const mmd_ranges_t *l) {
+  return tp_move_ranges(true, peer_worker, base, l);
+}
+
+int mmd_tp_recv_ranges(int peer_worker, uintptr_t base, const mmd_ranges_t *l) {
+  return tp_move_ranges(false, peer_worker, base, l);
+}

@@ -1,0 +1,58 @@
+/* worker.h: a worker's state and its calls to the scheduler. */
+#ifndef MMD_WORKER_H
+#define MMD_WORKER_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include "lease.h"
+#include "msg.h"
+#include "ranges.h"
+
+/* The pages this worker has written or received: given back to the OS when
+ * the scheduler says they no longer belong to any region. */
+typedef struct mmd_resident {
+  mmd_ranges_t ranges;
+  uint64_t bytes;         /* in ranges, counting overlaps until normalized */
+  uint64_t check_above;   /* bytes above which the next check runs */
+  size_t normalize_above; /* entries above which the list is normalized */
+} mmd_resident_t;
+
+typedef struct mmd_worker {
+  int id, nworkers;
+  int sched_rank;         /* the scheduler this worker talks to */
+  uintptr_t base;         /* the global space */
+  uint64_t size;
+  bool lease_on;          /* the local fast path (MANYMALLOC_DIST_LEASE) */
+  mmd_leases_t leases;
+  mmd_resident_t resident;
+  mmd_buf_t req, rep;
+  mmd_rep_view_t reply;   /* the last reply's parts */
+} mmd_worker_t;
+
+extern mmd_worker_t *mmd_self;  /* NULL on a scheduler, before sys_init and after sys_finalize */
+
+int mmd_worker_init(mmd_worker_t *w);
+void mmd_worker_destroy(mmd_worker_t *w);
+
+/* One round trip: the request with its args and items (and the lease
+ * reports that are due), the reply parsed into w->reply with its revokes
+ * and remote frees applied. Returns the reply's status, or SYS_ERR_MPI. */
+int64_t mmd_call(mmd_worker_t *w, mmd_msg_type_t type, int64_t a0, int64_t a1, int64_t a2,
+                 const void *items, size_t nitems);
+/* The same, sending no reply-needing request: only the message. */
+int mmd_notify_done(mmd_worker_t *w);
+
+static inline bool mmd_in_space(const mmd_worker_t *w, const void *p) {
+  return (uintptr_t)p >= w->base && (uintptr_t)p < w->base + w->size;
+}
+static inline uint64_t mmd_off(const mmd_worker_t *w, const void *p) { return (uintptr_t)p - w->base; }
+static inline void *mmd_ptr(const mmd_worker_t *w, uint64_t off) { return (void *)(w->base + off); }
+
+/* ---- resident.c ---- */
+void mmd_resident_add(mmd_worker_t *w, uint64_t off, uint64_t len);
+/* Asks which resident ranges are still in some region; discards the rest. */
+int mmd_resident_check(mmd_worker_t *w);
+/* Discards the given ranges (from a region this worker freed) now. */
+void mmd_resident_discard(mmd_worker_t *w, const uint64_t *pairs, size_t npairs);
+
+#endif
