@@ -27,6 +27,13 @@
 
 #include <stddef.h>
 #include <stdint.h>
+/* The C API only: the deprecated MPI C++ bindings cannot sit inside extern "C". */
+#ifndef OMPI_SKIP_MPICXX
+#define OMPI_SKIP_MPICXX 1
+#endif
+#ifndef MPICH_SKIP_MPICXX
+#define MPICH_SKIP_MPICXX 1
+#endif
 #include <mpi.h>
 
 #ifdef __cplusplus

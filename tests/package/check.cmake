@@ -20,6 +20,8 @@ set(prefix ${WORK_DIR}/prefix)
 file(REMOVE_RECURSE ${WORK_DIR})
 mm_run("install" ${CMAKE_COMMAND} --install ${BUILD_DIR} --prefix ${prefix})
 foreach(file lib/libmanymalloc.so lib/libmanymalloc.a include/manymalloc/manymalloc.h
+             lib/libmanymalloc_dist.so lib/libmanymalloc_dist.a include/manymalloc/myrmics.h
+             lib/pkgconfig/manymalloc_dist.pc
              lib/cmake/manymalloc/manymalloc-config.cmake lib/pkgconfig/manymalloc.pc)
   if(NOT EXISTS ${prefix}/${file})
     message(FATAL_ERROR "install left out ${file}")
@@ -37,6 +39,14 @@ foreach(app app app_static)
   mm_expect_consumer_line("${mm_out}" ${app})
 endforeach()
 
+set(ENV{OMPI_ALLOW_RUN_AS_ROOT} 1)
+set(ENV{OMPI_ALLOW_RUN_AS_ROOT_CONFIRM} 1)
+set(ENV{OMPI_MCA_btl_vader_single_copy_mechanism} none)
+mm_run("run app_dist" mpiexec --oversubscribe -np 3 ${WORK_DIR}/build/app_dist)
+if(NOT mm_out MATCHES "manymalloc dist consumer: region ok")
+  message(FATAL_ERROR "app_dist: unexpected output: ${mm_out}")
+endif()
+
 find_program(mm_pkg_config pkg-config)
 if(mm_pkg_config)
   set(ENV{PKG_CONFIG_PATH} ${prefix}/lib/pkgconfig)
@@ -46,4 +56,10 @@ if(mm_pkg_config)
          -o ${WORK_DIR}/app_pc)
   mm_run("run app_pc" ${WORK_DIR}/app_pc)
   mm_expect_consumer_line("${mm_out}" app_pc)
+  # mpicc brings MPI's flags: --define-variable would move ompi-c's prefix too.
+  mm_run("pkg-config dist" ${mm_pkg_config} --define-variable=prefix=${prefix} --cflags --libs manymalloc_dist)
+  separate_arguments(flags UNIX_COMMAND "${mm_out}")
+  mm_run("mpicc with pkg-config's dist flags" mpicc ${SOURCE_DIR}/consumer/app_dist.c ${flags}
+         -Wl,-rpath,${prefix}/lib -o ${WORK_DIR}/app_dist_pc)
+  mm_run("run app_dist_pc" mpiexec --oversubscribe -np 3 ${WORK_DIR}/app_dist_pc)
 endif()
