@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "errors.h"
-#include "sched.h"
+#include "scheduler.h"
 #include "space.h"
 #include "transport.h"
 #include "worker.h"
@@ -43,7 +43,7 @@ static bool parse_bytes(const char *s, uint64_t *out) {
   case 't': case 'T': shift = 40; end++; break;
   default: break;
   }
-  if (end == s || *end != '\0' || v == 0 || v > (1ull << 46) >> shift) return false;
+  if (end == s || *end != '\0' || v == 0 || v > (1ull << 44) >> shift) return false;
   *out = ((v << shift) + MMD_PAGE_SIZE - 1) & ~(MMD_PAGE_SIZE - 1);
   return true;
 }

@@ -165,15 +165,27 @@ void mmd_lease_revoke(mmd_leases_t *L, rid_t rid, void (*discard)(uint64_t off))
   }
 }
 
+static void lease_return(mmd_leases_t *L, mmd_lslab_t *s) {
+  mmd_report_t r = {s->off, s->live, 1};
+  if (mmd_buf_put(&L->returning, &r, sizeof r) == 0) lease_drop(L, s);
+}
+
+void mmd_lease_return_all(mmd_leases_t *L) {
+  for (size_t b = 0; b < MMD_LEASE_BUCKETS; b++)
+    for (mmd_lclass_t *c = L->bucket[b]; c; c = c->hash_next)
+      for (mmd_lslab_t *s = c->all, *next; s; s = next) {
+        next = s->all_next;
+        lease_return(L, s);
+      }
+}
+
 void mmd_lease_trim(mmd_leases_t *L) {
   if (L->nslabs < MMD_LEASE_CAP) return;
   for (size_t b = 0; b < MMD_LEASE_BUCKETS; b++)
     for (mmd_lclass_t *c = L->bucket[b]; c; c = c->hash_next)
       for (mmd_lslab_t *s = c->all, *next; s; s = next) {
         next = s->all_next;
-        if (s->in_avail) continue;
-        mmd_report_t r = {s->off, s->live, 1};
-        if (mmd_buf_put(&L->returning, &r, sizeof r) == 0) lease_drop(L, s);
+        if (!s->in_avail || (s->live & c->mask) == 0) lease_return(L, s);
       }
 }
 

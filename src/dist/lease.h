@@ -95,6 +95,8 @@ int mmd_lease_add(mmd_leases_t *L, rid_t rid, uint64_t slot, const uint64_t *pai
 void mmd_lease_revoke(mmd_leases_t *L, rid_t rid, void (*discard)(uint64_t off));
 /* Applies slots freed through the scheduler: the count freed twice. */
 int mmd_lease_remote(mmd_leases_t *L, uint64_t off, uint64_t bits);
+/* Gives every slab up (reported with the next request): the worker ends. */
+void mmd_lease_return_all(mmd_leases_t *L);
 /* At the cap: full slabs are given up (reported with the next request). */
 void mmd_lease_trim(mmd_leases_t *L);
 /* Appends the due reports to a request; the slabs are clean afterwards. */

@@ -2,7 +2,7 @@
  * header, the worker's lease reports, then the request's items; a reply is
  * a header, the region IDs whose leases the worker must drop, the remote
  * frees in slabs it leases, then the reply's items. The table of request
- * types and their handlers is in sched.c; docs/dist-design.md lists it. */
+ * types and their handlers is in scheduler.c; docs/dist-design.md lists it. */
 #ifndef MMD_MSG_H
 #define MMD_MSG_H
 

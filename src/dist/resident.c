@@ -23,7 +23,7 @@ void mmd_resident_add(mmd_worker_t *w, uint64_t off, uint64_t len) {
   if (r->ranges.n > r->normalize_above) resident_normalize(r);
   if (r->bytes > r->check_above) {
     resident_normalize(r);
-    if (r->bytes > r->check_above) mmd_resident_check(w);
+    r->check_due = r->bytes > r->check_above;   /* not now: the caller may still read a reply */
   }
 }
 
@@ -44,6 +44,7 @@ static void resident_discard_gaps(mmd_worker_t *w, const mmd_ranges_t *have, con
 
 int mmd_resident_check(mmd_worker_t *w) {
   mmd_resident_t *r = &w->resident;
+  r->check_due = false;
   resident_normalize(r);
   int64_t rc = mmd_call(w, MMD_MSG_LIVE, 0, 0, 0, r->ranges.r, r->ranges.n * 2);
   if (rc != 0) return (int)rc;

@@ -123,7 +123,7 @@ static int slab_new(mmd_pool_t *p, uint64_t slot, mmd_cell_t *out) {
   }
   p->n.slabs_free -= n;
   mmd_slab_t *s = slab_at(p, cell);
-  *s = (mmd_slab_t){.key = first, .nslabs = (uint32_t)n, .slot = (uint32_t)slot,
+  *s = (mmd_slab_t){.key = first, .nslabs = (uint32_t)n, .slot = slot,
                     .lease = MMD_NO_WORKER,
                     .nslots = (uint16_t)(slot <= MMD_SLAB_SIZE ? MMD_SLAB_SIZE / slot : 1)};
   *out = cell;
@@ -203,7 +203,9 @@ int64_t mmd_pool_usable(const mmd_pool_t *p, uint64_t off) {
   if (s == NULL) return SYS_ERR_FREED;
   int64_t i = slab_slot_index(s, off);
   if (i < 0) return i;
-  bool live = s->lease != MMD_NO_WORKER ? !(s->remote & (1ull << i)) : (s->live >> i) & 1;
+  /* A leased slab's bitmap is as its holder last reported: exact for the
+   * holder itself, whose reports come with each of its requests. */
+  bool live = ((s->live & ~s->remote) >> i) & 1;
   return live ? (int64_t)s->slot : SYS_ERR_FREED;
 }
 

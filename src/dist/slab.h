@@ -26,8 +26,8 @@ typedef struct mmd_slab {
   uint64_t live;        /* bit i: slot i is allocated (as last known, while leased) */
   uint64_t remote;      /* slots freed through the scheduler while a worker leases the slab */
   uint64_t key;         /* its first slab: offset >> MMD_SLAB_SHIFT */
+  uint64_t slot;        /* slot size in bytes */
   uint32_t nslabs;      /* 1 for a slotted slab; a large object's run length */
-  uint32_t slot;        /* slot size in bytes */
   mmd_cell_t next;      /* the partial list of its slot size */
   mmd_cell_t prev;
   int32_t lease;        /* the worker that hands out its slots, or MMD_NO_WORKER */

@@ -51,9 +51,14 @@ bool mmd_tp_all_ok(bool ok) {
 
 int mmd_tp_open(int first_worker) {
   TP_CHECK(MPI_Comm_dup(MPI_COMM_WORLD, &tp.sched));
+  MPI_Comm_set_errhandler(tp.sched, MPI_ERRORS_RETURN);   /* errors are codes, not aborts */
   int color = tp.rank >= first_worker ? 0 : MPI_UNDEFINED;
   TP_CHECK(MPI_Comm_split(MPI_COMM_WORLD, color, tp.rank, &tp.peers));
-  if (tp.peers != MPI_COMM_NULL) TP_CHECK(MPI_Comm_dup(tp.peers, &tp.user));
+  if (tp.peers != MPI_COMM_NULL) {
+    MPI_Comm_set_errhandler(tp.peers, MPI_ERRORS_RETURN);
+    TP_CHECK(MPI_Comm_dup(tp.peers, &tp.user));
+    MPI_Comm_set_errhandler(tp.user, MPI_ERRORS_ARE_FATAL);  /* the program's own, as MPI's default */
+  }
   return 0;
 }
 

@@ -4,11 +4,10 @@
  * consumes the key's most significant 3 bits; level levels-1 holds the
  * leaves.  An inner node is 8 child cells (0 = none) in the first 32 bytes
  * of its cell, a leaf is 8 values (0 = empty) filling the cell.  No node
- * but the root slot is ever empty: remove frees nodes as they empty, which
- * is what lets floor/ceil jump to the extreme of any subtree without
- * backtracking inside it. */
+ * is ever empty: remove frees nodes as they empty, which is what lets
+ * floor/ceil jump to the extreme of any subtree without backtracking
+ * inside it. */
 #include <assert.h>
-#include <string.h>
 
 #include "trie.h"
 
@@ -109,7 +108,10 @@ uint64_t mmd_trie_find(const mmd_trie_t *t, uint64_t key) {
   return mmd_trie_leaf(t, path[t->levels - 1])[mmd_trie_digit(t, key, t->levels - 1)];
 }
 
-/* Bit j set when slot j of a level-i node is in use. */
+/* Bit j set when slot j of a level-i node is in use.  Each kind is read
+ * through its own type: reading an inner node as uint64_t words would break
+ * strict aliasing, and the compiler may then reorder it past the store that
+ * cleared a child. */
 static unsigned mmd_trie_used(const mmd_trie_t *t, mmd_cell_t node, unsigned i) {
   unsigned mask = 0;
   if (i + 1 == t->levels) {

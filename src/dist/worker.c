@@ -57,6 +57,7 @@ static int worker_build(mmd_worker_t *w, mmd_msg_type_t type, const int64_t arg[
 int64_t mmd_call(mmd_worker_t *w, mmd_msg_type_t type, int64_t a0, int64_t a1, int64_t a2,
                  const void *items, size_t nitems) {
   const int64_t arg[3] = {a0, a1, a2};
+  if (w->resident.check_due) mmd_resident_check(w);
   int rc = worker_build(w, type, arg, items, nitems);
   if (rc != 0) return rc;
   if (mmd_tp_call(w->sched_rank, &w->req, &w->rep) != 0 || mmd_rep_view(&w->rep, &w->reply) != 0)
@@ -67,6 +68,7 @@ int64_t mmd_call(mmd_worker_t *w, mmd_msg_type_t type, int64_t a0, int64_t a1, i
 
 int mmd_notify_done(mmd_worker_t *w) {
   const int64_t arg[3] = {0};
+  mmd_lease_return_all(&w->leases);
   int rc = worker_build(w, MMD_MSG_DONE, arg, NULL, 0);
   return rc ? rc : mmd_tp_send_request(w->sched_rank, &w->req);
 }

@@ -15,6 +15,7 @@ typedef struct mmd_resident {
   uint64_t bytes;         /* in ranges, counting overlaps until normalized */
   uint64_t check_above;   /* bytes above which the next check runs */
   size_t normalize_above; /* entries above which the list is normalized */
+  bool check_due;         /* run the check before the next request */
 } mmd_resident_t;
 
 typedef struct mmd_worker {
@@ -49,6 +50,7 @@ static inline uint64_t mmd_off(const mmd_worker_t *w, const void *p) { return (u
 static inline void *mmd_ptr(const mmd_worker_t *w, uint64_t off) { return (void *)(w->base + off); }
 
 /* ---- resident.c ---- */
+/* Records [off, off + len); a check falls due when the bytes doubled. */
 void mmd_resident_add(mmd_worker_t *w, uint64_t off, uint64_t len);
 /* Asks which resident ranges are still in some region; discards the rest. */
 int mmd_resident_check(mmd_worker_t *w);

@@ -43,7 +43,7 @@ static int xfer_pack(mmd_worker_t *w, rid_t *regions, int nr, void **objects, in
   }
   if (rc == 0) {
     rc = (int)mmd_call(w, MMD_MSG_PACK, nr, no, 0, items, (size_t)nr + (size_t)no);
-    *bad = w->reply.hdr->val;
+    *bad = rc != SYS_ERR_MPI && rc != SYS_ERR_NOMEM ? w->reply.hdr->val : 0;
   }
   free(items);
   return rc;

@@ -1,4 +1,4 @@
-/* sched.h: the scheduler server (the paper's Sect. 5.2). */
+/* scheduler.h: the scheduler server (the paper's Sect. 5.2). */
 #ifndef MMD_SCHED_H
 #define MMD_SCHED_H
 

@@ -1,11 +1,11 @@
-/* sched.c: the scheduler's event server. One handler a request type, in
+/* scheduler.c: the scheduler's event server. One handler a request type, in
  * the table at the end of this file; every handler answers through
  * sched_reply(), which also delivers what the worker is owed (leases to
  * drop, remote frees in its leased slabs). A handler may defer its reply
  * (the barrier) and answer later from another event. */
 #include <stdio.h>
 #include <stdlib.h>
-#include "sched.h"
+#include "scheduler.h"
 #include "transport.h"
 #include "errors.h"
 
