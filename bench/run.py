@@ -13,7 +13,9 @@ each repetition): on a host whose cores run at different speeds, unpinned
 runs compare the cores that each allocator's processes landed on. Prints a table of median times and
 writes results.json, report.md and PNG plots to --out. Where `nvidia-smi -L`
 finds a GPU, the GPU benchmarks run afterwards (bench/gpu/run.py, else
-scripts/gpu-check).
+scripts/gpu-check). Before them, the dist benchmarks run (bench/dist/run.py:
+fragmentation and latency of the distributed region allocator), writing their
+report to BUILD/bench/dist.
 
 --smoke (the bench.smoke CTest) runs each program once, tiny, on manymalloc
 only, checking its exit status and that malloc came from libmanymalloc.so.
@@ -123,6 +125,13 @@ def run_traces(threads, allocs, trace_reps, build):
     return results
 
 
+def run_dist(build):
+    """The dist part belongs to bench/dist/; its report goes to BUILD/bench/dist."""
+    print("run.py: running bench/dist/run.py", flush=True)
+    return subprocess.run([sys.executable, os.path.join(BENCH, "dist", "run.py"), "--build", build],
+                          cwd=REPO).returncode
+
+
 def run_gpu():
     """The GPU part belongs to bench/gpu/; it runs only where a GPU is."""
     if not shutil.which("nvidia-smi"):
@@ -197,6 +206,8 @@ def main():
         print()
         for h in summary.headlines(med, [c.name for c in selected], threads, allocs, trace_results):
             print("- " + h.replace("**", ""))
+        if not args.only and run_dist(build) != 0:
+            failed.append("dist")
         if not args.only and run_gpu() != 0:
             failed.append("gpu")
     if failed:

@@ -307,5 +307,6 @@ void mmd_region_counts(const mmd_region_t *g, int with_subregions, mmd_pool_coun
     c->slabs_partial += r->pool.n.slabs_partial;
     c->slabs_free += r->pool.n.slabs_free;
     c->slabs_leased += r->pool.n.slabs_leased;
+    c->slabs_leased_live += r->pool.n.slabs_leased_live;
   }
 }

@@ -127,7 +127,7 @@ static void on_stats(mmd_sched_t *s, const mmd_event_t *ev) {
   mmd_ranges_normalize(&packed);
   sys_region_stats_t st = {
       .live_objects = (int64_t)c.live_objects, .live_bytes = (int64_t)c.live_bytes,
-      .slabs_full = (int64_t)c.slabs_full, .slabs_partial = (int64_t)(c.slabs_partial + c.slabs_leased),
+      .slabs_full = (int64_t)c.slabs_full, .slabs_partial = (int64_t)(c.slabs_partial + c.slabs_leased_live),
       .slabs_free = (int64_t)c.slabs_free, .transfer_bytes = (int64_t)mmd_ranges_bytes(&packed),
       .transfer_ranges = (int64_t)packed.n, .subregions = (int64_t)sub};
   mmd_ranges_free(&packed);

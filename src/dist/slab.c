@@ -65,7 +65,10 @@ static void slab_leave(mmd_pool_t *p, mmd_slab_t *s, int state) {
   switch (state) {
   case SLAB_PARTIAL: partial_unlink(p, s); p->n.slabs_partial -= s->nslabs; break;
   case SLAB_FULL: p->n.slabs_full -= s->nslabs; break;
-  case SLAB_LEASED: p->n.slabs_leased -= s->nslabs; break;
+  case SLAB_LEASED:
+    p->n.slabs_leased -= s->nslabs;
+    if (s->nlive) p->n.slabs_leased_live -= s->nslabs;
+    break;
   default: break;
   }
 }
@@ -87,7 +90,10 @@ static void slab_enter(mmd_pool_t *p, mmd_cell_t cell, mmd_slab_t *s, int state)
     else p->n.slabs_full += s->nslabs;
     break;
   case SLAB_FULL: p->n.slabs_full += s->nslabs; break;
-  case SLAB_LEASED: p->n.slabs_leased += s->nslabs; break;
+  case SLAB_LEASED:
+    p->n.slabs_leased += s->nslabs;
+    if (s->nlive) p->n.slabs_leased_live += s->nslabs;
+    break;
   }
 }
 
@@ -257,6 +263,8 @@ int mmd_pool_lease(mmd_pool_t *p, uint64_t slot, int32_t worker, int want, mmd_c
 
 static void slab_set_live(mmd_pool_t *p, mmd_slab_t *s, uint64_t live) {
   int nlive = __builtin_popcountll(live);
+  if (s->lease != MMD_NO_WORKER && (nlive == 0) != (s->nlive == 0))
+    p->n.slabs_leased_live += nlive ? s->nslabs : -(uint64_t)s->nslabs;
   slab_count_live(p, s, nlive - (int)s->nlive);
   s->live = live;
   s->nlive = (uint16_t)nlive;

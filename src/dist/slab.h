@@ -39,6 +39,7 @@ typedef struct mmd_slab {
 typedef struct mmd_pool_counts {
   uint64_t live_objects, live_bytes;
   uint64_t slabs_full, slabs_partial, slabs_free, slabs_leased;
+  uint64_t slabs_leased_live;  /* leased slabs holding a slot, as last reported */
 } mmd_pool_counts_t;
 
 typedef struct mmd_pool {

@@ -135,6 +135,7 @@ int sys_recv(int peer_worker, rid_t *regions, int num_regions, void **objects, i
     xfer_fill(w, &(mmd_xfer_hdr_t){0}, regions, num_regions, objects, num_objects);
   }
   mmd_buf_free(&b);
+  if (w->resident.check_due) mmd_resident_check(w);   /* a receiver may never call otherwise */
   return rc < 0 ? mmd_fail(rc, "sys_recv", "from worker %d", peer_worker) : 0;
 }
 

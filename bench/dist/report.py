@@ -1,0 +1,136 @@
+#!/usr/bin/env python3
+"""bench/dist/report.py: the dist benchmarks' report from what dist-frag and
+dist-latency wrote into one directory: a plot per fragmentation run drawn as
+the Myrmics paper's Fig. 4a-c (frag_<run>.png), and report.md with the
+fragmentation and latency tables and the issue's goals. Prints the tables.
+
+    report.py [--dir DIR]     (default build/bench/dist; read from and written to)
+"""
+import argparse
+import csv
+import json
+import os
+
+import matplotlib
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+LATENCY_MODES = [("remote", "MANYMALLOC_DIST_LEASE=0: every call a round trip"),
+                 ("local", "default: 64 B objects from leased slabs")]
+LATENCY_ROWS = [("sys_alloc(64), one call timed at a time, median", "alloc_median_ns"),
+                ("sys_free, one call timed at a time, median", "free_median_ns"),
+                ("sys_alloc(64), one call timed at a time, 99th percentile", "alloc_p99_ns"),
+                ("sys_free, one call timed at a time, 99th percentile", "free_p99_ns"),
+                ("sys_alloc(64), batch, per call", "alloc_batch_ns"),
+                ("sys_free, batch, per call", "free_batch_ns"),
+                ("sys_balloc(64 B x 1000), per object", "balloc_ns_per_object")]
+
+
+def load_json(path):
+    if not os.path.exists(path):
+        return None
+    with open(path) as f:
+        return json.load(f)
+
+
+def load_samples(path):
+    with open(path) as f:
+        return [{k: float(v) for k, v in row.items()} for row in csv.DictReader(f)]
+
+
+def plot_run(run, samples, path):
+    """Requested bytes on the left axis (the paper's dotted grey line), full
+    and partial slabs on the right."""
+    steps = [s["step"] for s in samples]
+    fig, left = plt.subplots(figsize=(6.4, 3.6))
+    left.plot(steps, [s["requested_bytes"] / 2**20 for s in samples], color="grey", linestyle=":",
+              linewidth=2, label="requested by the program")
+    left.set_xlabel("step")
+    left.set_ylabel("live bytes requested (MiB)")
+    left.set_ylim(bottom=0)
+    right = left.twinx()
+    for key, color in (("slabs_full", "C0"), ("slabs_partial", "C3")):
+        right.plot(steps, [s[key] for s in samples], color=color,
+                   label=f"{key[6:]} slabs ({samples[-1][key]:.0f} at the end)")
+    right.set_ylabel("slabs")
+    right.set_ylim(bottom=0)
+    # The requested line in front: in run a it runs right along the full slabs.
+    left.set_zorder(right.get_zorder() + 1)
+    left.patch.set_visible(False)
+    lines = left.get_lines() + right.get_lines()
+    left.legend(lines, [l.get_label() for l in lines], fontsize=8, loc="upper left")
+    left.set_title(f"run {run['run']}: {run['title']}")
+    left.grid(alpha=0.3)
+    fig.tight_layout()
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+
+
+def frag_table(frag):
+    rows = ["| run | workload | steps | live objects | requested MiB | full slabs | partial slabs "
+            "| partial/full, max | partial/full, mean |",
+            "|---|---|---:|---:|---:|---:|---:|---:|---:|"]
+    for r in frag["runs"]:
+        rows.append(f"| {r['run']} | {r['title']} | {r['steps']} | {r['live_objects']} "
+                    f"| {r['requested_bytes'] / 2**20:.1f} | {r['slabs_full']} | {r['slabs_partial']} "
+                    f"| {100 * r['max_ratio']:.2f}% | {100 * r['mean_ratio']:.2f}% |")
+    g = frag["goal"]
+    rows += ["", f"The ratios are over the {frag['window']}. Goal, {g['what']}: "
+                 f"**{'met' if g['met'] else 'NOT met'}** ({100 * g['value']:.2f}%, limit {100 * g['limit']:.0f}%)."]
+    return rows
+
+
+def latency_table(results):
+    modes = [(m, about) for m, about in LATENCY_MODES if results.get(m)]
+    rows = ["| ns | " + " | ".join(f"{m} ({about})" for m, about in modes) + " |",
+            "|---|" + "---:|" * len(modes)]
+    for label, key in LATENCY_ROWS:
+        rows.append(f"| {label} | " + " | ".join(f"{results[m][key]:.1f}" for m, _ in modes) + " |")
+    rows += ["", "The batch rows are means over back-to-back calls: they include rare long stalls "
+                 "that the medians and 99th percentiles leave out.", ""]
+    for m, _ in modes:
+        for g in results[m]["goals"]:
+            rows.append(f"- {m}: {g['what']} <= {g['limit']:.0f} ns: "
+                        f"**{'met' if g['met'] else 'NOT met'}** ({g['value']:.1f} ns)")
+    return rows
+
+
+def document(directory, frag, latency, figures):
+    lines = ["# dist: fragmentation and latency", ""]
+    if frag:
+        lines += ["## Fragmentation (the Myrmics paper's Sect. 6.2, Fig. 4a-c)", "",
+                  "One region of mmd_core, serial: each step allocates an object with probability p, "
+                  f"else frees a random live object (seed {frag['seed']}, scale {frag['scale']}).", ""]
+        lines += frag_table(frag) + [""] + [f"![run {run}]({png})" for run, png in figures] + [""]
+    if latency:
+        lines += ["## Latency (dist-latency, worker 0 of 1 scheduler + 1 worker)", ""]
+        lines += latency_table(latency) + [""]
+    else:
+        lines += ["## Latency", "", "Not measured (no mpirun or no dist-latency build).", ""]
+    with open(os.path.join(directory, "report.md"), "w") as f:
+        f.write("\n".join(lines))
+    return lines
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--dir", default=os.path.join(REPO, "build", "bench", "dist"),
+                   help="where dist-frag and dist-latency wrote; the report goes there too")
+    args = p.parse_args()
+    frag = load_json(os.path.join(args.dir, "frag.json"))
+    figures = []
+    for run in frag["runs"] if frag else []:
+        png = f"frag_{run['run']}.png"
+        plot_run(run, load_samples(os.path.join(args.dir, run["csv"])), os.path.join(args.dir, png))
+        figures.append((run["run"], png))
+    latency = {m: load_json(os.path.join(args.dir, f"latency_{m}.json")) for m, _ in LATENCY_MODES}
+    latency = {m: r for m, r in latency.items() if r}
+    lines = document(args.dir, frag, latency, figures)
+    print("\n".join(l for l in lines if not l.startswith("![")))
+    print(f"report.py: wrote {args.dir}/report.md and {len(figures)} plots")
+    return 0 if frag else 1
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
