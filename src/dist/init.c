@@ -12,6 +12,7 @@
 #include "worker.h"
 
 #define MMD_DEFAULT_SPACE (64ull << 30)
+#define MMD_MAX_SPACE     (16ull << 40)   /* below 2^32 slabs: the Used Ranges' run length */
 
 static struct {
   bool inited;
@@ -43,9 +44,9 @@ static bool parse_bytes(const char *s, uint64_t *out) {
   case 't': case 'T': shift = 40; end++; break;
   default: break;
   }
-  if (end == s || *end != '\0' || v == 0 || v > (1ull << 44) >> shift) return false;
+  if (end == s || *end != '\0' || v == 0 || v > MMD_MAX_SPACE >> shift) return false;
   *out = ((v << shift) + MMD_PAGE_SIZE - 1) & ~(MMD_PAGE_SIZE - 1);
-  return true;
+  return *out < MMD_MAX_SPACE;
 }
 
 /* MANYMALLOC_SCHEDULERS: the schedulers of each tree level, top first. This
@@ -61,7 +62,7 @@ static int dist_options(void) {
   bool quiet = env_flag("MANYMALLOC_DIST_QUIET", false), talk = mmd_tp_rank() == 0 && !quiet;
   dist.space = MMD_DEFAULT_SPACE;
   if (space && *space && !parse_bytes(space, &dist.space)) {
-    if (talk) fprintf(stderr, "manymalloc: MANYMALLOC_DIST_SPACE=%s: expected bytes with an optional K, M, G or T suffix\n", space);
+    if (talk) fprintf(stderr, "manymalloc: MANYMALLOC_DIST_SPACE=%s: expected 1M to under 16T bytes, with an optional K, M, G or T suffix\n", space);
     return SYS_ERR_ARG;
   }
   if (!parse_schedulers(scheds, &dist.nsched)) {

@@ -29,24 +29,36 @@ static bool used_run_of(const mmd_regions_t *R, uint64_t key, uint64_t *first, u
 }
 
 static int used_add(mmd_regions_t *R, uint64_t key, uint64_t n, rid_t rid) {
-  uint64_t first, len;
+  uint64_t first, len, next = mmd_trie_find(&R->used_ranges, key + n), next_len = 0;
   rid_t owner;
+  if (next != 0 && (rid_t)(next & ((1ull << MMD_RANGE_RID_BITS) - 1)) == rid)
+    next_len = next >> MMD_RANGE_RID_BITS;  /* the run after is the region's too: merge it */
   if (key > 0 && used_run_of(R, key - 1, &first, &len, &owner) && owner == rid) {
-    mmd_trie_insert(&R->used_ranges, first, used_value(len + n, rid)); /* exists: no node */
+    if (next_len) mmd_trie_remove(&R->used_ranges, key + n);
+    mmd_trie_insert(&R->used_ranges, first, used_value(len + n + next_len, rid)); /* exists: no node */
     return 0;
   }
-  return mmd_trie_insert(&R->used_ranges, key, used_value(n, rid));
+  if (mmd_trie_insert(&R->used_ranges, key, used_value(n + next_len, rid)) != 0) return SYS_ERR_NOMEM;
+  if (next_len) mmd_trie_remove(&R->used_ranges, key + n);
+  return 0;
 }
 
-/* Cuts [key, key + n) out of the run holding it. */
+/* Cuts [key, key + n) out of the Used Ranges, whatever runs it spans. */
 static void used_cut(mmd_regions_t *R, uint64_t key, uint64_t n) {
-  uint64_t first, len;
+  uint64_t end = key + n, first, len, v;
   rid_t rid;
-  if (!used_run_of(R, key, &first, &len, &rid)) return;
-  uint64_t end = first + len;
-  if (key + n < end) mmd_trie_insert(&R->used_ranges, key + n, used_value(end - key - n, rid));
-  if (key > first) mmd_trie_insert(&R->used_ranges, first, used_value(key - first, rid));
-  else mmd_trie_remove(&R->used_ranges, first);
+  while (key < end) {
+    if (!used_run_of(R, key, &first, &len, &rid)) {
+      if (!mmd_trie_ceil(&R->used_ranges, key, &first, &v) || first >= end) return;
+      key = first;
+      continue;
+    }
+    uint64_t run_end = first + len;
+    if (end < run_end) mmd_trie_insert(&R->used_ranges, end, used_value(run_end - end, rid));
+    if (key > first) mmd_trie_insert(&R->used_ranges, first, used_value(key - first, rid));
+    else mmd_trie_remove(&R->used_ranges, first);
+    key = run_end;
+  }
 }
 
 /* ---------------------------------------------------------------------------
@@ -71,24 +83,37 @@ static void region_trim_to(mmd_regions_t *R, mmd_region_t *g, uint64_t keep) {
     region_give_back(R, key, n);
 }
 
-/* Memory pressure: every region, from where the last pass stopped, keeps
- * only low_water free slabs, until need slabs are free. */
-static void regions_trim(mmd_regions_t *R, uint64_t need) {
-  mmd_region_t *g = R->trim_cursor;
-  for (uint64_t i = 0; i < R->nregions && R->free_slabs < need; i++, g = g->trim_next)
-    region_trim_to(R, g, R->low_water);
-  R->trim_cursor = g;
-}
-
 static bool region_take(mmd_regions_t *R, mmd_region_t *g, uint64_t n, uint64_t *key) {
   if (!mmd_runs_take_near(&R->free_ranges, n, g->near_key, key)) return false;
-  if (used_add(R, *key, n, g->rid) != 0 || mmd_pool_add_free(&g->pool, *key, n) != 0) {
+  R->free_slabs -= n;
+  if (used_add(R, *key, n, g->rid) != 0) {
     mmd_regions_release(R, *key, n);
     return false;
   }
-  R->free_slabs -= n;
+  if (mmd_pool_add_free(&g->pool, *key, n) != 0) {
+    region_give_back(R, *key, n); /* cuts the Used Ranges entry just added */
+    return false;
+  }
   g->near_key = *key + n;
   return true;
+}
+
+/* Memory pressure: every region, from where the last pass stopped, keeps
+ * only low_water free slabs, until g can take a run of need slabs (enough
+ * free slabs are not enough: a large object needs them in one run). */
+static bool regions_trim_take(mmd_regions_t *R, mmd_region_t *g, uint64_t need, uint64_t *key) {
+  mmd_region_t *t = R->trim_cursor;
+  for (uint64_t i = 0; i < R->nregions; i++) {
+    uint64_t before = R->free_slabs;
+    region_trim_to(R, t, R->low_water);
+    t = t->trim_next;
+    if (R->free_slabs != before && R->free_slabs >= need && region_take(R, g, need, key)) {
+      R->trim_cursor = t;
+      return true;
+    }
+  }
+  R->trim_cursor = t;
+  return false;
 }
 
 /* Gives g at least need free slabs: 0 or SYS_ERR_NOMEM. */
@@ -96,8 +121,7 @@ static int region_refill(mmd_regions_t *R, mmd_region_t *g, uint64_t need) {
   uint64_t key, batch = need > R->refill_slabs ? need : R->refill_slabs;
   if (region_take(R, g, batch, &key)) return 0;
   if (batch > need && region_take(R, g, need, &key)) return 0;
-  regions_trim(R, need);
-  return region_take(R, g, need, &key) ? 0 : SYS_ERR_NOMEM;
+  return regions_trim_take(R, g, need, &key) ? 0 : SYS_ERR_NOMEM;
 }
 
 /* ---------------------------------------------------------------------------
@@ -133,6 +157,10 @@ static mmd_region_t *region_new(mmd_regions_t *R, rid_t rid, mmd_region_t *paren
 
 int mmd_regions_init(mmd_regions_t *R, uint64_t space_bytes, rid_t max_rid) {
   *R = (mmd_regions_t){.refill_slabs = 16, .high_water = 32, .low_water = 0};
+  /* The Used Ranges pack a run's length and its region's ID in 32 bits each. */
+  if (max_rid < 0 || (uint64_t)max_rid >> MMD_RANGE_RID_BITS != 0 ||
+      (space_bytes >> MMD_SLAB_SHIFT) >> MMD_RANGE_RID_BITS != 0)
+    return SYS_ERR_ARG;
   R->space_slabs = space_bytes >> MMD_SLAB_SHIFT;
   R->key_bits = mmd_trie_bits_for(R->space_slabs);
   mmd_meta_init(&R->meta);
@@ -234,6 +262,10 @@ int mmd_region_destroy(mmd_regions_t *R, rid_t rid) {
 }
 
 void mmd_regions_destroy(mmd_regions_t *R) {
+  if (R->root == NULL) {   /* init failed part way */
+    mmd_meta_destroy(&R->meta);
+    return;
+  }
   while (R->root->first_child) region_dispose_tree(R, R->root->first_child);
   region_giving_t gv = {R, 0};
   mmd_pool_destroy(&R->root->pool, region_give_run, &gv);

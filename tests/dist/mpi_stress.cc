@@ -26,7 +26,7 @@ uint64_t env_or(const char *name, uint64_t fallback) {
   return s && *s ? strtoull(s, nullptr, 0) : fallback;
 }
 
-constexpr int kOpsPerRound = 150;
+constexpr int kOpsPerRound = 200;
 constexpr size_t kMaxObjects = 500;  // beyond it, frees are preferred
 
 class Stress {
@@ -212,7 +212,7 @@ void checkpoint(const Stress &s, const char *when, uint64_t seed) {
 
 TEST(Stress, RandomWorkersAgainstTheirModels) {
   const uint64_t seed = env_or("MMD_STRESS_SEED", 1);
-  const int rounds = int(env_or("MMD_STRESS_ROUNDS", 20));
+  const int rounds = int(env_or("MMD_STRESS_ROUNDS", 30));
   Stress s(seed);
   for (int round = 0; round < rounds; round++) {
     for (int i = 0; i < kOpsPerRound; i++) ASSERT_NO_FATAL_FAILURE(s.step()) << "round " << round;

@@ -377,8 +377,7 @@ void interleaved_regions(uint64_t space, bool pressure, uint64_t seed, int ops) 
 
 TEST(Region, InterleavedRegionsMatchModel) { interleaved_regions(1024 * MiB, false, 99, 60000); }
 
-// Known failure, issue #30 left open: see the session note.
-TEST(Region, DISABLED_InterleavedRegionsUnderPressure) {
+TEST(Region, InterleavedRegionsUnderPressure) {
   for (uint64_t seed : {1, 2, 3})
     ASSERT_NO_FATAL_FAILURE(interleaved_regions(4 * MiB, true, seed, 40000)) << "seed " << seed;
 }
@@ -490,8 +489,7 @@ TEST(Region, MemoryPressureTrimsFreeSlabs) {
 // but none of their runs is long enough: A keeps 32 contiguous free slabs
 // (its high watermark) while the rest of the space is free in single slabs.
 // B's 13-slab object fits only once A is trimmed, so it must be.
-// Known failure, issue #30 left open: see the session note.
-TEST(Region, DISABLED_PressureTrimsForAContiguousRun) {
+TEST(Region, PressureTrimsForAContiguousRun) {
   Regions F(4 * MiB);
   rid_t a = F.create(), b = F.create();
   std::vector<uint64_t> offs;
@@ -513,8 +511,7 @@ TEST(Region, DISABLED_PressureTrimsForAContiguousRun) {
 // The kernel pool running dry in the middle of a refill (the run taken from
 // the Free Ranges, the region's pool unable to take it): the allocation
 // fails, and the Free Ranges, the Used Ranges and free_slabs are as before.
-// Known failure, issue #30 left open: see the session note.
-TEST(Region, DISABLED_RefillFailingForMetadataLeavesRangesExact) {
+TEST(Region, RefillFailingForMetadataLeavesRangesExact) {
   Regions F(4 * MiB);
   F.R.refill_slabs = 1;
   F.R.high_water = 0;
@@ -557,8 +554,7 @@ TEST(Region, DISABLED_RefillFailingForMetadataLeavesRangesExact) {
 // Ranges: the Used Ranges split around it, and merge again when the region
 // takes the hole back. A region whose pool then gives back a free run
 // spanning two Used Ranges entries must leave nothing of it behind.
-// Known failure, issue #30 left open: see the session note.
-TEST(Region, DISABLED_UsedRangesSplitAndMerge) {
+TEST(Region, UsedRangesSplitAndMerge) {
   Regions F(16 * 4 * KiB);  // 16 slabs
   F.R.high_water = 0;
   rid_t a = F.create();
@@ -612,8 +608,7 @@ TEST(Region, DISABLED_UsedRangesSplitAndMerge) {
 // that meet; the pressure trimmer then gives back one free run across the
 // meeting point. Another region that takes that memory must own it: its
 // objects map to it and can be freed.
-// Known failure, issue #30 left open: see the session note.
-TEST(Region, DISABLED_TrimmedRunAcrossUsedRangesGoesToItsNewOwner) {
+TEST(Region, TrimmedRunAcrossUsedRangesGoesToItsNewOwner) {
   Regions F(64 * 4 * KiB);  // 64 slabs, refills of 16
   rid_t a = F.create(), b = F.create(), c = F.create();
   std::vector<uint64_t> in_a;
@@ -948,8 +943,7 @@ TEST(Region, DestroyMillionObjects) {
 // Region IDs are int64; the Used Ranges keep 32 bits of them. A scheduler
 // given IDs past 2^32 must either refuse them at init or still map its
 // objects to the right region.
-// Known failure, issue #30 left open: see the session note.
-TEST(Region, DISABLED_IdsPast32Bits) {
+TEST(Region, IdsPast32Bits) {
   mmd_regions_t R;
   const rid_t max_rid = (1ll << 33);
   int rc = mmd_regions_init(&R, 4 * MiB, max_rid);

@@ -60,7 +60,7 @@ uint64_t slabs_in(const SlabRuns &runs) {
 // size and nothing else is.
 void check_pool(const mmd_pool_t *p, const SlabRuns &given) {
   std::vector<SlabRun> spans;  // (first, end) of every used slab and free run
-  uint64_t full = 0, partial = 0, leased = 0, objects = 0, bytes = 0;
+  uint64_t full = 0, partial = 0, leased = 0, leased_live = 0, objects = 0, bytes = 0;
   std::set<mmd_cell_t> partial_cells;
   for (auto [key, value] : walk(p->used)) {
     mmd_cell_t cell = mmd_cell_t(value);
@@ -74,6 +74,7 @@ void check_pool(const mmd_pool_t *p, const SlabRuns &given) {
     EXPECT_EQ(uint64_t(__builtin_popcountll(s->live)), s->nlive) << "slab " << key;
     if (s->lease != MMD_NO_WORKER) {
       leased += s->nslabs;
+      if (s->nlive > 0) leased_live += s->nslabs;
       EXPECT_EQ(s->remote & ~mask, 0u) << "slab " << key;
     } else {
       EXPECT_EQ(s->remote, 0u) << "slab " << key;
@@ -137,6 +138,7 @@ void check_pool(const mmd_pool_t *p, const SlabRuns &given) {
   EXPECT_EQ(p->n.slabs_full, full);
   EXPECT_EQ(p->n.slabs_partial, partial);
   EXPECT_EQ(p->n.slabs_leased, leased);
+  EXPECT_EQ(p->n.slabs_leased_live, leased_live);
   EXPECT_EQ(p->n.slabs_free, free_slabs);
   EXPECT_EQ(p->n.live_objects, objects);
   EXPECT_EQ(p->n.live_bytes, bytes);
@@ -490,6 +492,7 @@ TEST(Slab, LeaseSyncUnlease) {
   }
   EXPECT_EQ(leased_keys.size(), 3u);
   EXPECT_EQ(P.p.n.slabs_leased, 3u);
+  EXPECT_EQ(P.p.n.slabs_leased_live, 1u) << "only the partial slab holds a slot";
   EXPECT_EQ(P.p.n.slabs_partial, 0u);
   EXPECT_EQ(P.p.n.slabs_free, 13u);
   EXPECT_EQ(P.p.n.live_objects, 1u);  // as last known
@@ -523,6 +526,7 @@ TEST(Slab, LeaseSyncUnlease) {
   EXPECT_EQ(slab_of(&P.p, pcell)->remote, 0u);
   EXPECT_EQ(slab_of(&P.p, pcell)->live, 0u);
   EXPECT_EQ(P.p.n.live_objects, 100u);  // slot 0 was live as last known
+  EXPECT_EQ(P.p.n.slabs_leased_live, 0u);
   ASSERT_EQ(mmd_pool_free(&P.p, L + 5 * 128, &notify), 0);
   EXPECT_EQ(notify, w) << "the first remote free since take_remote must notify";
   P.check();
@@ -535,6 +539,11 @@ TEST(Slab, LeaseSyncUnlease) {
   EXPECT_EQ(slab_of(&P.p, pcell)->lease, w);
   EXPECT_EQ(P.p.n.live_objects, 109u);
   EXPECT_EQ(P.p.n.slabs_leased, 3u);
+  EXPECT_EQ(P.p.n.slabs_leased_live, 1u);
+  // Usable sizes in a leased slab follow the holder's last report.
+  EXPECT_EQ(mmd_pool_usable(&P.p, L + 2 * 128), 128);
+  EXPECT_EQ(mmd_pool_usable(&P.p, L + 5 * 128), SYS_ERR_FREED);
+  EXPECT_EQ(mmd_pool_usable(&P.p, L + 20 * 128), SYS_ERR_FREED);
   P.check();
 
   // Unlease with bits 0..3 and 6..9: slot 5 was freed by the worker too
@@ -548,6 +557,7 @@ TEST(Slab, LeaseSyncUnlease) {
   EXPECT_EQ(s->live, bits);
   EXPECT_EQ(s->nlive, 8u);
   EXPECT_EQ(P.p.n.slabs_leased, 2u);
+  EXPECT_EQ(P.p.n.slabs_leased_live, 0u);
   EXPECT_EQ(P.p.n.live_objects, 108u);
   P.check();
   // The slab is partial again: its lowest free slot is handed out.
