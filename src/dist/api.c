@@ -55,6 +55,7 @@ static int api_lease_refill(mmd_worker_t *w, rid_t region, uint64_t slot, uint64
   int64_t got = mmd_call(w, MMD_MSG_LEASE, region, (int64_t)slot, (int64_t)slabs, NULL, 0);
   if (got < 0) return (int)got;
   const uint64_t *pairs = w->reply.items;
+  mmd_resident_touch(w, region);
   for (int64_t i = 0; i < got; i++) mmd_resident_add(w, pairs[2 * i], MMD_SLAB_SIZE);
   return mmd_lease_add(&w->leases, region, slot, pairs, (size_t)got);
 }
@@ -66,6 +67,7 @@ static void *api_alloc_remote(mmd_worker_t *w, size_t size, rid_t region) {
     return NULL;
   }
   uint64_t off = (uint64_t)w->reply.hdr->val;
+  mmd_resident_touch(w, region);
   mmd_resident_add(w, off, mmd_slot_of(size));
   return mmd_ptr(w, off);
 }
@@ -114,6 +116,7 @@ static int api_balloc_leased(mmd_worker_t *w, size_t size, rid_t region, int n, 
 static int api_balloc_remote(mmd_worker_t *w, size_t size, rid_t region, int n, void **objects) {
   int64_t rc = mmd_call(w, MMD_MSG_BALLOC, (int64_t)size, region, n, NULL, 0);
   if (rc < 0) return (int)rc;
+  mmd_resident_touch(w, region);
   for (int i = 0; i < n; i++) {
     objects[i] = mmd_ptr(w, w->reply.items[i]);
     mmd_resident_add(w, w->reply.items[i], mmd_slot_of(size));

@@ -17,10 +17,10 @@ typedef enum mmd_msg_type {
   MMD_MSG_FREE,     /* arg: offset                    -> status */
   MMD_MSG_BALLOC,   /* arg: size, rid, count          -> items: offsets */
   MMD_MSG_USABLE,   /* arg: offset                    -> status: slot size; val: rid */
-  MMD_MSG_PACK,     /* arg: #rids, #offsets; items    -> items: runs; val: failing item */
+  MMD_MSG_PACK,     /* arg: #rids, #offsets; items    -> items: runs, objects' rids; val */
   MMD_MSG_STATS,    /* arg: rid, with sub-regions     -> items: sys_region_stats_t */
   MMD_MSG_LEASE,    /* arg: rid, slot, slabs wanted   -> items: (offset, live bits) */
-  MMD_MSG_LIVE,     /* items: runs                    -> items: their parts still in use */
+  MMD_MSG_LIVE,     /* arg: #run items; runs, rids    -> items: live parts, rids left; val */
   MMD_MSG_BARRIER,  /* the reply comes when every worker has asked */
   MMD_MSG_DONE,     /* no reply: the worker has finished */
   MMD_MSG_COUNT

@@ -22,7 +22,8 @@ int mmd_pack_region(const mmd_region_t *g, int with_subregions, mmd_ranges_t *ou
   return 0;
 }
 
-int mmd_pack_live_part(const mmd_regions_t *R, uint64_t off, uint64_t len, mmd_ranges_t *out) {
+int mmd_pack_live_part(const mmd_regions_t *R, uint64_t off, uint64_t len, mmd_region_pred_fn *keep,
+                       void *ctx, mmd_ranges_t *out) {
   uint64_t end = off + len, key, v;
   bool ok = mmd_trie_floor(&R->used_ranges, off >> MMD_SLAB_SHIFT, &key, &v);
   if (!ok) ok = mmd_trie_ceil(&R->used_ranges, off >> MMD_SLAB_SHIFT, &key, &v);
@@ -30,7 +31,7 @@ int mmd_pack_live_part(const mmd_regions_t *R, uint64_t off, uint64_t len, mmd_r
     uint64_t lo = key << MMD_SLAB_SHIFT, hi = lo + ((v >> 32) << MMD_SLAB_SHIFT);
     if (lo < off) lo = off;
     if (hi > end) hi = end;
-    if (lo < hi) {
+    if (lo < hi && keep(ctx, mmd_region_get(R, (rid_t)(v & 0xffffffffu)))) {
       int rc = mmd_ranges_add(out, lo, hi - lo);
       if (rc != 0) return rc;
     }

@@ -91,7 +91,10 @@ void mmd_region_counts(const mmd_region_t *g, int with_subregions, mmd_pool_coun
 /* Appends the (offset, length) runs of every slab in use in g (and, with
  * with_subregions, in all its sub-regions), adjacent slabs coalesced. */
 int mmd_pack_region(const mmd_region_t *g, int with_subregions, mmd_ranges_t *out);
-/* Appends the parts of [off, off + len) that slabs of some region hold. */
-int mmd_pack_live_part(const mmd_regions_t *R, uint64_t off, uint64_t len, mmd_ranges_t *out);
+/* Appends the parts of [off, off + len) that regions hold, keeping only
+ * those of regions for which keep(ctx, region) is true. */
+typedef bool mmd_region_pred_fn(void *ctx, const mmd_region_t *g);
+int mmd_pack_live_part(const mmd_regions_t *R, uint64_t off, uint64_t len, mmd_region_pred_fn *keep,
+                       void *ctx, mmd_ranges_t *out);
 
 #endif

@@ -1,10 +1,13 @@
 /* resident.c: the memory a worker has written or received. A worker keeps
  * copies of regions it received after their owner frees them; they go back
- * to the OS here. Whenever the recorded bytes have doubled since the last
- * check (and passed 16 MiB), the worker asks its scheduler which of them
- * some region still holds and discards the rest, so a long run of receive,
- * free and reallocate keeps each worker's memory within about twice what
- * is live. */
+ * to the OS here. The worker records the ranges it wrote or received and
+ * the regions they came from. Whenever the recorded bytes have doubled since
+ * the last check (and passed 16 MiB), it asks its scheduler which parts a
+ * region it recorded (or a sub-region of one) still holds, and discards the
+ * rest: also a copy of memory that a region it never used has taken over
+ * since. A long run of receive, free and reallocate thus keeps a worker's
+ * memory within about twice what is live in the regions it uses. */
+#include <stdlib.h>
 #include "worker.h"
 #include "space.h"
 
@@ -27,6 +30,36 @@ void mmd_resident_add(mmd_worker_t *w, uint64_t off, uint64_t len) {
   }
 }
 
+static int rid_cmp(const void *a, const void *b) {
+  int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+  return (x > y) - (x < y);
+}
+
+void mmd_resident_touch(mmd_worker_t *w, rid_t rid) {
+  mmd_buf_t *b = &w->resident.rids;
+  if (b->len >= 8 && ((const int64_t *)b->p)[b->len / 8 - 1] == rid) return;
+  mmd_buf_put(b, &rid, sizeof rid);
+}
+
+/* Sorts the recorded regions and drops repeats. */
+static void resident_rids_unique(mmd_buf_t *b) {
+  int64_t *r = (int64_t *)b->p;
+  size_t n = b->len / 8, out = 0;
+  if (n) qsort(r, n, 8, rid_cmp);
+  for (size_t i = 0; i < n; i++)
+    if (out == 0 || r[out - 1] != r[i]) r[out++] = r[i];
+  b->len = out * 8;
+}
+
+/* The request's items: the ranges, then the regions. */
+static int resident_request(mmd_resident_t *r, mmd_buf_t *items) {
+  resident_rids_unique(&r->rids);
+  if (mmd_buf_put(items, r->ranges.r, r->ranges.n * sizeof *r->ranges.r) != 0 ||
+      mmd_buf_put(items, r->rids.p, r->rids.len) != 0)
+    return SYS_ERR_NOMEM;
+  return 0;
+}
+
 /* Discards what lies in the sorted list have but not in the sorted list
  * keep (a subset of it). */
 static void resident_discard_gaps(mmd_worker_t *w, const mmd_ranges_t *have, const mmd_range_t *keep,
@@ -46,14 +79,19 @@ int mmd_resident_check(mmd_worker_t *w) {
   mmd_resident_t *r = &w->resident;
   r->check_due = false;
   resident_normalize(r);
-  int64_t rc = mmd_call(w, MMD_MSG_LIVE, 0, 0, 0, r->ranges.r, r->ranges.n * 2);
+  mmd_buf_t items = {0};
+  int64_t rc = resident_request(r, &items);
+  if (rc == 0) rc = mmd_call(w, MMD_MSG_LIVE, (int64_t)r->ranges.n * 2, 0, 0, items.p, items.len / 8);
+  mmd_buf_free(&items);
   if (rc != 0) return (int)rc;
   const mmd_range_t *live = (const mmd_range_t *)w->reply.items;
-  size_t nlive = w->reply.hdr->nitems / 2;
+  size_t nlive = (size_t)w->reply.hdr->val / 2;
   resident_discard_gaps(w, &r->ranges, live, nlive);
   r->ranges.n = 0;
   for (size_t i = 0; i < nlive; i++) mmd_ranges_add(&r->ranges, live[i].off, live[i].len);
   resident_normalize(r);
+  r->rids.len = 0;   /* the regions that still exist */
+  mmd_buf_put(&r->rids, w->reply.items + nlive * 2, (w->reply.hdr->nitems - nlive * 2) * 8);
   r->check_above = 2 * r->bytes > MMD_RESIDENT_MIN_CHECK ? 2 * r->bytes : MMD_RESIDENT_MIN_CHECK;
   return 0;
 }

@@ -183,29 +183,37 @@ static void on_usable(mmd_sched_t *s, const mmd_event_t *ev) {
  * Handlers: transfers and leases
  * ------------------------------------------------------------------------- */
 
-/* items: the rids, then the object offsets. Replies with the runs to move,
- * or with the index of the first item that fails in val. */
+/* Appends one item's runs to l, and an object's region to owners. */
+static int pack_item(mmd_sched_t *s, bool is_region, uint64_t item, mmd_ranges_t *l, mmd_buf_t *owners) {
+  if (is_region) {
+    mmd_region_t *g = mmd_region_get(&s->R, (rid_t)item);
+    return g ? mmd_pack_region(g, 1, l) : SYS_ERR_NOREGION;
+  }
+  mmd_region_t *g = mmd_region_of(&s->R, item);
+  int64_t size = g ? mmd_pool_usable(&g->pool, item) : SYS_ERR_FREED;
+  if (size < 0) return (int)size;
+  return mmd_ranges_add(l, item, (uint64_t)size) | mmd_buf_put(owners, &g->rid, 8);
+}
+
+/* items: the rids, then the object offsets. Replies with the runs to move
+ * (val: how many items they take), then each object's region; or with the
+ * index of the first item that fails in val. */
 static void on_pack(mmd_sched_t *s, const mmd_event_t *ev) {
   const int64_t *a = ev->req.hdr->arg;
-  const uint64_t *items = ev->req.items;
+  if (a[0] < 0 || a[1] < 0 || (uint64_t)(a[0] + a[1]) != ev->req.hdr->nitems)
+    return sched_reply_status(s, ev, SYS_ERR_ARG);
   mmd_ranges_t l = {0};
-  int64_t rc = 0, bad = 0;
-  for (int64_t i = 0; rc == 0 && i < a[0] + a[1]; i++) {
-    bad = i;
-    if (i < a[0]) {
-      mmd_region_t *g = mmd_region_get(&s->R, (rid_t)items[i]);
-      rc = g ? mmd_pack_region(g, 1, &l) : SYS_ERR_NOREGION;
-    } else {
-      mmd_region_t *g = mmd_region_of(&s->R, items[i]);
-      int64_t size = g ? mmd_pool_usable(&g->pool, items[i]) : SYS_ERR_FREED;
-      rc = size < 0 ? size : mmd_ranges_add(&l, items[i], (uint64_t)size);
-    }
-  }
+  mmd_buf_t out = {0}, owners = {0};
+  int64_t rc = 0, i = 0;
+  for (; rc == 0 && i < a[0] + a[1]; i++) rc = pack_item(s, i < a[0], ev->req.items[i], &l, &owners);
   mmd_ranges_normalize(&l);
   if (rc == 0) rc = mmd_ranges_split(&l, MMD_TP_MAX_BLOCK);
-  if (rc != 0) l.n = 0;
-  sched_reply(s, ev->worker, rc, rc == 0 ? 0 : bad, l.r, l.n * 2);
+  if (rc == 0) rc = mmd_buf_put(&out, l.r, l.n * sizeof *l.r) | mmd_buf_put(&out, owners.p, owners.len);
+  if (rc != 0) out.len = 0;
+  sched_reply(s, ev->worker, rc, rc == 0 ? (int64_t)l.n * 2 : i - 1, out.p, out.len / 8);
   mmd_ranges_free(&l);
+  mmd_buf_free(&out);
+  mmd_buf_free(&owners);
 }
 
 static void on_lease(mmd_sched_t *s, const mmd_event_t *ev) {
@@ -226,14 +234,49 @@ static void on_lease(mmd_sched_t *s, const mmd_event_t *ev) {
   sched_reply(s, ev->worker, got, 0, granted, got > 0 ? 2 * (size_t)got : 0);
 }
 
+/* The regions a worker has used, sorted: a part is live for it when its
+ * region or one of that region's ancestors (the root aside) is among them. */
+typedef struct live_set {
+  const int64_t *rids;
+  size_t n;
+} live_set_t;
+
+static bool live_set_has(const live_set_t *set, rid_t rid) {
+  size_t lo = 0, hi = set->n;
+  while (lo < hi) {
+    size_t mid = (lo + hi) / 2;
+    if (set->rids[mid] < rid) lo = mid + 1;
+    else hi = mid;
+  }
+  return lo < set->n && set->rids[lo] == rid;
+}
+
+static bool live_for_worker(void *ctx, const mmd_region_t *g) {
+  for (const mmd_region_t *r = g; r; r = r->parent)
+    if ((r == g || r->rid != 0) && live_set_has(ctx, r->rid)) return true;
+  return false;
+}
+
+/* items: (offset, length) pairs, then the worker's regions, sorted (arg 0:
+ * how many items are pairs). Replies with the parts still live for it,
+ * then those of its regions that still exist (val: how many items are pairs). */
 static void on_live(mmd_sched_t *s, const mmd_event_t *ev) {
   const uint64_t *items = ev->req.items;
+  uint64_t npair_items = (uint64_t)ev->req.hdr->arg[0];
+  if (npair_items % 2 || npair_items > ev->req.hdr->nitems) return sched_reply_status(s, ev, SYS_ERR_ARG);
+  live_set_t set = {(const int64_t *)items + npair_items, ev->req.hdr->nitems - npair_items};
   mmd_ranges_t live = {0};
+  mmd_buf_t out = {0};
   int rc = 0;
-  for (uint32_t i = 0; rc == 0 && i + 1 < ev->req.hdr->nitems; i += 2)
-    rc = mmd_pack_live_part(&s->R, items[i], items[i + 1], &live);
-  sched_reply_ranges(s, ev, rc, rc == 0 ? &live : &(mmd_ranges_t){0});
+  for (uint64_t i = 0; rc == 0 && i < npair_items; i += 2)
+    rc = mmd_pack_live_part(&s->R, items[i], items[i + 1], live_for_worker, &set, &live);
+  if (rc == 0) rc = mmd_buf_put(&out, live.r, live.n * sizeof *live.r);
+  for (size_t i = 0; rc == 0 && i < set.n; i++)
+    if (mmd_region_get(&s->R, set.rids[i])) rc = mmd_buf_put(&out, &set.rids[i], 8);
+  if (rc != 0) out.len = 0;
+  sched_reply(s, ev->worker, rc, rc == 0 ? (int64_t)live.n * 2 : 0, out.p, out.len / 8);
   mmd_ranges_free(&live);
+  mmd_buf_free(&out);
 }
 
 /* ---------------------------------------------------------------------------

@@ -21,6 +21,7 @@ int mmd_worker_init(mmd_worker_t *w) {
 void mmd_worker_destroy(mmd_worker_t *w) {
   mmd_leases_destroy(&w->leases);
   mmd_ranges_free(&w->resident.ranges);
+  mmd_buf_free(&w->resident.rids);
   mmd_buf_free(&w->req);
   mmd_buf_free(&w->rep);
 }

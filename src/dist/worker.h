@@ -12,6 +12,7 @@
  * the scheduler says they no longer belong to any region. */
 typedef struct mmd_resident {
   mmd_ranges_t ranges;
+  mmd_buf_t rids;         /* int64: regions allocated in or received: their memory is kept */
   uint64_t bytes;         /* in ranges, counting overlaps until normalized */
   uint64_t check_above;   /* bytes above which the next check runs */
   size_t normalize_above; /* entries above which the list is normalized */
@@ -52,6 +53,8 @@ static inline void *mmd_ptr(const mmd_worker_t *w, uint64_t off) { return (void 
 /* ---- resident.c ---- */
 /* Records [off, off + len); a check falls due when the bytes doubled. */
 void mmd_resident_add(mmd_worker_t *w, uint64_t off, uint64_t len);
+/* Records that this worker holds memory of region rid. */
+void mmd_resident_touch(mmd_worker_t *w, rid_t rid);
 /* Asks which resident ranges are still in some region; discards the rest. */
 int mmd_resident_check(mmd_worker_t *w);
 /* Discards the given ranges (from a region this worker freed) now. */

@@ -13,7 +13,7 @@
 typedef struct mmd_xfer_hdr {
   int64_t status;      /* the sender's error, or 0 */
   uint32_t nregions;   /* rid_t, then */
-  uint32_t nobjects;   /* uint64_t offsets, then */
+  uint32_t nobjects;   /* uint64_t offsets, then the objects' rid_t, then */
   uint32_t nranges;    /* mmd_range_t */
   uint32_t pad;
 } mmd_xfer_hdr_t;
@@ -49,12 +49,20 @@ static int xfer_pack(mmd_worker_t *w, rid_t *regions, int nr, void **objects, in
   return rc;
 }
 
-static int xfer_send_header(int peer, const mmd_ranges_t *l, rid_t *regions, int nr,
-                            const uint64_t *offs, int no) {
+/* The header: what the pack reply gave (runs, then the objects' regions)
+ * and what the caller named. */
+static int xfer_send_header(mmd_worker_t *w, int peer, rid_t *regions, int nr, void **objects, int no) {
+  const mmd_rep_view_t *v = &w->reply;
+  size_t range_items = (size_t)v->hdr->val;
+  mmd_xfer_hdr_t h = {.nregions = (uint32_t)nr, .nobjects = (uint32_t)no, .nranges = (uint32_t)(range_items / 2)};
   mmd_buf_t b = {0};
-  mmd_xfer_hdr_t h = {.nregions = (uint32_t)nr, .nobjects = (uint32_t)no, .nranges = (uint32_t)l->n};
-  int rc = mmd_buf_put(&b, &h, sizeof h) | mmd_buf_put(&b, regions, (size_t)nr * 8) |
-           mmd_buf_put(&b, offs, (size_t)no * 8) | mmd_buf_put(&b, l->r, l->n * sizeof *l->r);
+  int rc = mmd_buf_put(&b, &h, sizeof h) | mmd_buf_put(&b, regions, (size_t)nr * 8);
+  for (int i = 0; rc == 0 && i < no; i++) {
+    uint64_t off = mmd_off(w, objects[i]);
+    rc = mmd_buf_put(&b, &off, 8);
+  }
+  if (rc == 0)
+    rc = mmd_buf_put(&b, v->items + range_items, (size_t)no * 8) | mmd_buf_put(&b, v->items, range_items * 8);
   rc = rc ? SYS_ERR_NOMEM : mmd_tp_send_msg(peer, &b);
   mmd_buf_free(&b);
   return rc;
@@ -78,20 +86,11 @@ int sys_send(int peer_worker, rid_t *regions, int num_regions, void **objects, i
     xfer_fail_item(rc, peer_worker, regions, num_regions, objects, bad);
     return rc;
   }
-  mmd_ranges_t l = {0};
-  size_t nranges = w->reply.hdr->nitems / 2;
-  for (size_t i = 0; i < nranges; i++) {   /* the reply buffer is reused by later calls */
-    const mmd_range_t *r = (const mmd_range_t *)w->reply.items + i;
-    if (mmd_ranges_add(&l, r->off, r->len) != 0) rc = SYS_ERR_NOMEM;
-  }
-  uint64_t *offs = malloc((size_t)num_objects * 8 + 8);
-  for (int i = 0; offs && i < num_objects; i++) offs[i] = mmd_off(w, objects[i]);
-  if (rc == 0 && offs == NULL) rc = SYS_ERR_NOMEM;
-  if (rc == 0) rc = xfer_send_header(peer_worker, &l, regions, num_regions, offs, num_objects);
-  else xfer_send_failure(peer_worker, rc);
+  const mmd_range_t *runs = (const mmd_range_t *)w->reply.items;
+  size_t nruns = (size_t)w->reply.hdr->val / 2;
+  mmd_ranges_t l = {.r = (mmd_range_t *)runs, .n = nruns, .cap = nruns};  /* read before any call */
+  rc = xfer_send_header(w, peer_worker, regions, num_regions, objects, num_objects);
   if (rc == 0) rc = mmd_tp_send_ranges(peer_worker, w->base, &l);
-  free(offs);
-  mmd_ranges_free(&l);
   return rc < 0 ? mmd_fail(rc, "sys_send", "to worker %d", peer_worker) : 0;
 }
 
@@ -108,11 +107,15 @@ static void xfer_fill(mmd_worker_t *w, const mmd_xfer_hdr_t *h, rid_t *regions, 
 }
 
 static int xfer_recv_data(mmd_worker_t *w, int peer, const mmd_xfer_hdr_t *h) {
-  const mmd_range_t *r = (const mmd_range_t *)((const uint64_t *)(h + 1) + h->nregions + h->nobjects);
+  const mmd_range_t *r = (const mmd_range_t *)((const uint64_t *)(h + 1) + h->nregions + 2ull * h->nobjects);
   mmd_ranges_t l = {.r = (mmd_range_t *)r, .n = h->nranges, .cap = h->nranges};
   int rc = mmd_tp_recv_ranges(peer, w->base, &l);
-  for (size_t i = 0; rc == 0 && i < l.n; i++) mmd_resident_add(w, l.r[i].off, l.r[i].len);
-  return rc;
+  if (rc != 0) return rc;
+  const int64_t *rids = (const int64_t *)(h + 1), *owners = rids + h->nregions + h->nobjects;
+  for (uint32_t i = 0; i < h->nregions; i++) mmd_resident_touch(w, rids[i]);
+  for (uint32_t i = 0; i < h->nobjects; i++) mmd_resident_touch(w, owners[i]);
+  for (size_t i = 0; i < l.n; i++) mmd_resident_add(w, l.r[i].off, l.r[i].len);
+  return 0;
 }
 
 int sys_recv(int peer_worker, rid_t *regions, int num_regions, void **objects, int num_objects) {
@@ -124,7 +127,7 @@ int sys_recv(int peer_worker, rid_t *regions, int num_regions, void **objects, i
   mmd_buf_t b = {0};
   int rc = mmd_tp_recv_msg(peer_worker, &b);
   const mmd_xfer_hdr_t *h = (const mmd_xfer_hdr_t *)b.p;
-  if (rc == 0 && (b.len < sizeof *h || (h->status == 0 && b.len != sizeof *h + 8ull * (h->nregions + h->nobjects) + 16ull * h->nranges)))
+  if (rc == 0 && (b.len < sizeof *h || (h->status == 0 && b.len != sizeof *h + 8ull * (h->nregions + 2ull * h->nobjects) + 16ull * h->nranges)))
     rc = SYS_ERR_MPI;
   if (rc == 0 && h->status != 0) rc = SYS_ERR_PEER;
   if (rc == 0) rc = xfer_recv_data(w, peer_worker, h);

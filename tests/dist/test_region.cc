@@ -876,6 +876,9 @@ TEST(Pack, CoalescesAdjacentSlabs) {
   mmd_ranges_free(&out);
 }
 
+bool keep_every_region(void *, const mmd_region_t *) { return true; }
+bool keep_one_region(void *ctx, const mmd_region_t *g) { return g == ctx; }
+
 // mmd_pack_live_part keeps of [off, off + len) exactly the bytes some
 // region's slabs (used or kept free) cover.
 TEST(Pack, LivePartClipsToUsedRanges) {
@@ -896,7 +899,7 @@ TEST(Pack, LivePartClipsToUsedRanges) {
       if (lo < hi) want.emplace_back(lo, hi - lo);
     }
     mmd_ranges_t out{};
-    ASSERT_EQ(mmd_pack_live_part(&R, off, len, &out), 0);
+    ASSERT_EQ(mmd_pack_live_part(&R, off, len, keep_every_region, nullptr, &out), 0);
     mmd_ranges_normalize(&out);
     EXPECT_EQ(to_vec(out), want) << "window [" << off << ", " << off + len << ")";
     mmd_ranges_free(&out);
@@ -912,6 +915,29 @@ TEST(Pack, LivePartClipsToUsedRanges) {
     uint64_t off = rng() % last, len = 1 + rng() % (4 * MiB);
     ASSERT_NO_FATAL_FAILURE(expect_window(off, len));
   }
+}
+
+// With a predicate, only the chosen region's slabs count as live: a copy of
+// memory another region holds is not the worker's to keep.
+TEST(Pack, LivePartKeepsOnlyChosenRegions) {
+  PackWorld W;
+  mmd_regions_t &R = W.F.R;
+  std::vector<const mmd_region_t *> regions = all_regions(R);
+  const mmd_region_t *chosen = nullptr;
+  for (const mmd_region_t *g : regions)
+    if (!pool_runs(g->pool).empty() && g->rid != 0) chosen = g;
+  ASSERT_NE(chosen, nullptr);
+  std::set<uint64_t> held, others;
+  for (const mmd_region_t *g : regions)
+    for (auto [k, n] : pool_runs(g->pool))
+      for (uint64_t s = k; s < k + n; s++) (g == chosen ? held : others).insert(s);
+  ASSERT_FALSE(others.empty()) << "the world needs memory of other regions for this test";
+  mmd_ranges_t out{};
+  ASSERT_EQ(mmd_pack_live_part(&R, 0, R.space_slabs << MMD_SLAB_SHIFT, keep_one_region,
+                               const_cast<mmd_region_t *>(chosen), &out), 0);
+  mmd_ranges_normalize(&out);
+  EXPECT_EQ(to_vec(out), slabs_to_ranges(held));
+  mmd_ranges_free(&out);
 }
 
 // ---- scale ---------------------------------------------------------------
