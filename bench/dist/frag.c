@@ -19,9 +19,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <time.h>
 
+#include "out.h"
 #include "region.h"
 
 #define FRAG_SPACE   (64ull << 30)   /* global space: far more than any run touches */
@@ -168,35 +168,17 @@ static void frag_window(const frag_sample_t *samples, size_t n, frag_result_t *r
  * Output
  * ------------------------------------------------------------------------- */
 
-static FILE *frag_open(const char *dir, const char *name) {
-  char path[4096];
-  snprintf(path, sizeof path, "%s/%s", dir, name);
-  FILE *f = fopen(path, "w");
-  if (f == NULL) {
-    fprintf(stderr, "dist-frag: cannot write %s: %s\n", path, strerror(errno));
-    exit(1);
-  }
-  return f;
-}
-
-static void frag_close(FILE *f, const char *name) {
-  if (ferror(f) | fclose(f)) {
-    fprintf(stderr, "dist-frag: writing %s failed\n", name);
-    exit(1);
-  }
-}
-
 static void frag_write_csv(const char *dir, const frag_run_t *run, const frag_sample_t *s, size_t n) {
   char name[64];
   snprintf(name, sizeof name, "frag_%s.csv", run->name);
-  FILE *f = frag_open(dir, name);
+  FILE *f = bench_out_open("dist-frag", dir, name);
   fprintf(f, "step,p_alloc,live_objects,requested_bytes,slot_bytes,slabs_full,slabs_partial,slabs_free\n");
   for (size_t i = 0; i < n; i++)
     fprintf(f, "%llu,%.2f,%llu,%llu,%llu,%llu,%llu,%llu\n", (unsigned long long)s[i].step, s[i].p,
             (unsigned long long)s[i].c.live_objects, (unsigned long long)s[i].requested,
             (unsigned long long)s[i].c.live_bytes, (unsigned long long)s[i].c.slabs_full,
             (unsigned long long)s[i].c.slabs_partial, (unsigned long long)s[i].c.slabs_free);
-  frag_close(f, name);
+  bench_out_close("dist-frag", f, name);
 }
 
 static void frag_json_run(FILE *f, const frag_run_t *run, const frag_result_t *r, int last) {
@@ -213,14 +195,14 @@ static void frag_json_run(FILE *f, const frag_run_t *run, const frag_result_t *r
 
 /* frag.json: every run's result, and the goal judged on run a. */
 static void frag_write_json(const char *dir, double scale, uint64_t seed, const frag_result_t *res) {
-  FILE *f = frag_open(dir, "frag.json");
+  FILE *f = bench_out_open("dist-frag", dir, "frag.json");
   fprintf(f, "{\"scale\": %g, \"seed\": %llu, \"window\": \"second half of the steps\",\n\"runs\": [\n",
           scale, (unsigned long long)seed);
   for (size_t i = 0; i < FRAG_NRUNS; i++) frag_json_run(f, &frag_runs[i], &res[i], i + 1 == FRAG_NRUNS);
   fprintf(f, "],\n\"goal\": {\"what\": \"run a: partial slabs < 5%% of full slabs (max over the second half)\","
              " \"value\": %.6f, \"limit\": %g, \"met\": %s}}\n",
           res[0].max_ratio, FRAG_GOAL, res[0].max_ratio < FRAG_GOAL ? "true" : "false");
-  frag_close(f, "frag.json");
+  bench_out_close("dist-frag", f, "frag.json");
 }
 
 static void frag_print(const frag_run_t *run, const frag_result_t *r) {
@@ -272,10 +254,7 @@ int main(int argc, char **argv) {
   double scale = 1;
   uint64_t seed = 1;
   frag_parse(argc, argv, &out, &scale, &seed);
-  if (mkdir(out, 0777) != 0 && errno != EEXIST) {
-    fprintf(stderr, "dist-frag: cannot create %s: %s\n", out, strerror(errno));
-    return 1;
-  }
+  bench_out_dir("dist-frag", out);
   frag_result_t res[FRAG_NRUNS];
   frag_sample_t *samples = malloc((FRAG_SAMPLES + 2) * sizeof(*samples));
   if (samples == NULL) return 1;

@@ -13,14 +13,13 @@
  *   mpirun -np 2 ./dist-latency [--out DIR] [--reps N] [--calls N]
  */
 #define _GNU_SOURCE
-#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <time.h>
 
 #include "manymalloc/myrmics.h"
+#include "out.h"
 
 #define LAT_SIZE   64
 #define LAT_BALLOC 1000
@@ -182,13 +181,9 @@ static void lat_print(const char *mode, const lat_metrics_t *m, const lat_goal_t
 
 static void lat_write_json(const char *dir, const char *mode, size_t calls, int reps,
                            const lat_metrics_t *m, const lat_goal_t *g, int ngoals) {
-  char path[4096];
-  snprintf(path, sizeof path, "%s/latency_%s.json", dir, mode);
-  FILE *f = fopen(path, "w");
-  if (f == NULL) {
-    fprintf(stderr, "dist-latency: cannot write %s: %s\n", path, strerror(errno));
-    exit(1);
-  }
+  char name[64];
+  snprintf(name, sizeof name, "latency_%s.json", mode);
+  FILE *f = bench_out_open("dist-latency", dir, name);
   fprintf(f, "{\"mode\": \"%s\", \"size\": %d, \"calls\": %zu, \"reps\": %d, \"balloc_objects\": %d,\n",
           mode, LAT_SIZE, calls, reps, LAT_BALLOC);
   for (int j = 0; j < LAT_NMETRICS; j++) fprintf(f, " \"%s\": %.2f,\n", lat_keys[j], m->v[j]);
@@ -197,10 +192,7 @@ static void lat_write_json(const char *dir, const char *mode, size_t calls, int 
     fprintf(f, "%s\n  {\"what\": \"%s\", \"value\": %.2f, \"limit\": %.0f, \"met\": %s}", i ? "," : "",
             g[i].what, g[i].value, g[i].limit, g[i].value <= g[i].limit ? "true" : "false");
   fprintf(f, "]}\n");
-  if (ferror(f) | fclose(f)) {
-    fprintf(stderr, "dist-latency: writing %s failed\n", path);
-    exit(1);
-  }
+  bench_out_close("dist-latency", f, name);
 }
 
 /* ---------------------------------------------------------------------------
@@ -235,10 +227,7 @@ int myrmics_main(int argc, char **argv) {
   size_t calls = 10000;
   lat_parse(argc, argv, &out, &reps, &calls);
   if (sys_worker_id() != 0) return 0;   /* one worker measures; the others only end */
-  if (mkdir(out, 0777) != 0 && errno != EEXIST) {
-    fprintf(stderr, "dist-latency: cannot create %s: %s\n", out, strerror(errno));
-    return 1;
-  }
+  bench_out_dir("dist-latency", out);
   const char *lease = getenv("MANYMALLOC_DIST_LEASE");
   const char *mode = lease != NULL && strcmp(lease, "0") == 0 ? "remote" : "local";
   rid_t r = sys_ralloc(0, 0);

@@ -31,18 +31,16 @@ extern "C" {
 #include <utility>
 #include <vector>
 
+#include "trie_walk.h"
+
 namespace {
+
+using mmdtest::check_runs;
+using mmdtest::walk;
 
 constexpr uint64_t KiB = 1024, MiB = 1024 * KiB;
 
 using SlabRun = std::pair<uint64_t, uint64_t>;  // (first slab, slabs)
-
-std::vector<std::pair<uint64_t, uint64_t>> walk(const mmd_trie_t &t) {
-  std::vector<std::pair<uint64_t, uint64_t>> out;
-  uint64_t k, v;
-  for (bool ok = mmd_trie_first(&t, &k, &v); ok; ok = mmd_trie_next(&t, &k, &v)) out.emplace_back(k, v);
-  return out;
-}
 
 struct UsedRun {
   uint64_t key, n;
@@ -87,16 +85,7 @@ std::vector<SlabRun> pool_runs(const mmd_pool_t &p, bool with_free = true) {
 // counts agree.
 void check_regions(const mmd_regions_t &R, uint64_t zombie = 0) {
   std::vector<SlabRun> spans;
-  uint64_t free_slabs = 0, last_end = 0;
-  bool first = true;
-  for (auto [k, n] : free_runs(R)) {
-    EXPECT_GT(n, 0u);
-    if (!first) EXPECT_GT(k, last_end) << "free ranges touch or overlap at " << k;
-    first = false;
-    last_end = k + n;
-    free_slabs += n;
-    spans.emplace_back(k, k + n);
-  }
+  const uint64_t free_slabs = check_runs(R.free_ranges, spans);
   EXPECT_EQ(R.free_slabs, free_slabs);
   uint64_t used_slabs = 0;
   std::map<rid_t, uint64_t> used_by;

@@ -28,17 +28,15 @@ extern "C" {
 #include <utility>
 #include <vector>
 
+#include "trie_walk.h"
+
 namespace {
+
+using mmdtest::check_runs;
+using mmdtest::walk;
 
 using SlabRun = std::pair<uint64_t, uint64_t>;  // (first slab, slabs)
 using SlabRuns = std::vector<SlabRun>;
-
-std::vector<std::pair<uint64_t, uint64_t>> walk(const mmd_trie_t &t) {
-  std::vector<std::pair<uint64_t, uint64_t>> out;
-  uint64_t k, v;
-  for (bool ok = mmd_trie_first(&t, &k, &v); ok; ok = mmd_trie_next(&t, &k, &v)) out.emplace_back(k, v);
-  return out;
-}
 
 mmd_slab_t *slab_of(const mmd_pool_t *p, mmd_cell_t cell) {
   return static_cast<mmd_slab_t *>(mmd_cell(p->meta, cell));
@@ -89,16 +87,7 @@ void check_pool(const mmd_pool_t *p, const SlabRuns &given) {
     bytes += uint64_t(s->nlive) * s->slot;
     spans.emplace_back(key, key + s->nslabs);
   }
-  uint64_t free_slabs = 0, last_end = 0;
-  bool first = true;
-  for (auto [key, len] : walk(p->free)) {
-    EXPECT_GT(len, 0u);
-    if (!first) EXPECT_GT(key, last_end) << "free runs touch or overlap at " << key;
-    first = false;
-    last_end = key + len;
-    free_slabs += len;
-    spans.emplace_back(key, key + len);
-  }
+  const uint64_t free_slabs = check_runs(p->free, spans);
   // The partial lists hold exactly the partial slabs, linked both ways.
   std::set<mmd_cell_t> listed;
   for (auto [k, head] : walk(p->partial)) {
