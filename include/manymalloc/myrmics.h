@@ -55,7 +55,7 @@ typedef int64_t rid_t;
 #define SYS_ERR_NOTOBJECT  -5  /* the pointer is not the start of an object */
 #define SYS_ERR_FREED      -6  /* the object is not live: already freed, or never allocated */
 #define SYS_ERR_TRUNCATE   -7  /* sys_recv()'s arrays are too small for what arrived */
-#define SYS_ERR_PEER       -8  /* no such worker, or the peer's matching call failed */
+#define SYS_ERR_PEER       -8  /* no such worker (or the caller itself), or the peer's matching call failed */
 #define SYS_ERR_NOIDS      -9  /* region IDs are exhausted */
 #define SYS_ERR_STATE     -10  /* not initialized, finalized, or called on a scheduler */
 #define SYS_ERR_MPI       -11  /* an MPI call failed */
@@ -125,9 +125,11 @@ size_t sys_usable_size(void *ptr);
 /* Sends whole regions (with all their sub-regions) and single objects to
  * peer_worker, in one transfer of the memory they occupy: no packing into a
  * buffer, no pointer rewritten. The peer must call sys_recv(). Returns 0,
- * SYS_ERR_PEER, SYS_ERR_NOREGION (a region the sender does not know),
+ * SYS_ERR_PEER (no such worker, or the caller itself), SYS_ERR_ARG,
+ * SYS_ERR_NOREGION (a region the sender does not know), SYS_ERR_NOTGLOBAL /
  * SYS_ERR_NOTOBJECT / SYS_ERR_FREED (an object that is not live). When the
- * sender fails, the matching sys_recv() fails with SYS_ERR_PEER. */
+ * sender fails after naming a valid peer, the matching sys_recv() fails with
+ * SYS_ERR_PEER instead of waiting. */
 int sys_send(int peer_worker, rid_t *regions, int num_regions,
              void **objects, int num_objects);
 
@@ -141,7 +143,9 @@ int sys_recv(int peer_worker, rid_t *regions, int num_regions,
              void **objects, int num_objects);
 
 /* A barrier of all workers. It also orders every sys_rfree() before it
- * ahead of every allocation after it, in every worker. */
+ * ahead of every allocation after it, in every worker: a worker allocating
+ * from slabs leased to it hears of a peer's sys_rfree() at its next call
+ * that reaches the scheduler (this one, or any that needs the scheduler). */
 int sys_barrier(void);
 
 /* ---- introspection ------------------------------------------------------ */

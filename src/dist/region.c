@@ -192,7 +192,8 @@ rid_t mmd_region_create(mmd_regions_t *R, rid_t parent, int level_hint) {
   mmd_region_t *p = mmd_region_get(R, parent);
   if (p == NULL) return SYS_ERR_NOREGION;
   uint64_t rid;
-  if (!mmd_runs_take_near(&R->free_ids, 1, 0, &rid)) return SYS_ERR_NOIDS;
+  if (!mmd_runs_take_near(&R->free_ids, 1, R->next_rid, &rid)) return SYS_ERR_NOIDS;
+  R->next_rid = rid + 1;
   mmd_region_t *g = region_new(R, (rid_t)rid, p, level_hint);
   if (g == NULL) {
     mmd_runs_add(&R->free_ids, rid, 1);

@@ -43,6 +43,9 @@ typedef struct mmd_regions {
   uint64_t high_water;      /* free slabs a region keeps when it frees */
   uint64_t low_water;       /* free slabs a region keeps under memory pressure */
   uint64_t nregions;
+  uint64_t next_rid;         /* IDs are handed out upward from here, wrapping: a freed
+                             * ID comes back only after all others, so a stale one
+                             * fails instead of reaching a new region */
   mmd_region_t *root;
   mmd_region_t *trim_cursor;/* where the next trimming pass starts */
   mmd_zombie_fn *zombie;    /* see above; NULL frees leased runs at once */

@@ -27,13 +27,6 @@ bool mmd_runs_take_top_fit(mmd_trie_t *t, uint64_t n, uint64_t *key) {
   return false;
 }
 
-/* Takes [k, k + n) off the bottom of run (k, len): the rest moves to k + n. */
-static bool runs_take_bottom(mmd_trie_t *t, uint64_t k, uint64_t len, uint64_t n) {
-  if (len > n && mmd_trie_insert(t, k + n, len - n) != 0) return false;
-  mmd_trie_remove(t, k);
-  return true;
-}
-
 static bool runs_first_fit_from(const mmd_trie_t *t, uint64_t from, uint64_t n, uint64_t *k,
                                 uint64_t *len) {
   for (bool ok = mmd_trie_ceil(t, from, k, len); ok; ok = mmd_trie_next(t, k, len))
@@ -41,11 +34,24 @@ static bool runs_first_fit_from(const mmd_trie_t *t, uint64_t from, uint64_t n, 
   return false;
 }
 
+/* Takes [at, at + n) out of the run (k, len) holding it. */
+static bool runs_take_inside(mmd_trie_t *t, uint64_t k, uint64_t len, uint64_t at, uint64_t n) {
+  if (at + n < k + len && mmd_trie_insert(t, at + n, k + len - at - n) != 0) return false;
+  if (at > k) mmd_trie_insert(t, k, at - k);   /* the key exists: no node */
+  else mmd_trie_remove(t, k);
+  return true;
+}
+
 bool mmd_runs_take_near(mmd_trie_t *t, uint64_t n, uint64_t near, uint64_t *key) {
   uint64_t k, len;
+  if (mmd_trie_floor(t, near, &k, &len) && near < k + len && k + len - near >= n &&
+      runs_take_inside(t, k, len, near, n)) {
+    *key = near;
+    return true;
+  }
   if (!runs_first_fit_from(t, near, n, &k, &len) && !runs_first_fit_from(t, 0, n, &k, &len))
     return false;
-  if (!runs_take_bottom(t, k, len, n)) return false;
+  if (!runs_take_inside(t, k, len, k, n)) return false;
   *key = k;
   return true;
 }

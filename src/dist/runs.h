@@ -12,8 +12,9 @@
 int mmd_runs_add(mmd_trie_t *t, uint64_t key, uint64_t n);
 /* Takes n from the top of the lowest run holding n (no trie node needed). */
 bool mmd_runs_take_top_fit(mmd_trie_t *t, uint64_t n, uint64_t *key);
-/* Takes n from the bottom of the first run at or after near that holds n
- * (wrapping around to the lowest), keeping a region's memory together. */
+/* Takes [near, near + n) if it is free, else n from the bottom of the first
+ * run after near that holds n (wrapping around to the lowest): a region's
+ * memory stays together, and region IDs go upward. */
 bool mmd_runs_take_near(mmd_trie_t *t, uint64_t n, uint64_t near, uint64_t *key);
 /* Takes up to max from the top of the highest run. */
 bool mmd_runs_take_highest(mmd_trie_t *t, uint64_t max, uint64_t *key, uint64_t *n);

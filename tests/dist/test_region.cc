@@ -217,6 +217,20 @@ TEST(Region, IdsRunOutAndAreReused) {
   EXPECT_EQ(G.create(), SYS_ERR_NOIDS);
 }
 
+// IDs are handed out upward and wrap: a freed ID comes back only once every
+// other has been used, so a stale ID names no region for as long as possible.
+TEST(Region, FreedIdsComeBackLast) {
+  Regions F(1 * MiB, 4);
+  EXPECT_EQ(F.create(), 1);
+  EXPECT_EQ(F.create(), 2);
+  EXPECT_EQ(mmd_region_destroy(&F.R, 1), 0);
+  EXPECT_EQ(F.create(), 3);
+  EXPECT_EQ(F.create(), 4);
+  EXPECT_EQ(F.create(), 1);  // wrapped around
+  EXPECT_EQ(F.create(), SYS_ERR_NOIDS);
+  check_regions(F.R);
+}
+
 TEST(Region, DestroyFreesSubtree) {
   Regions F(16 * MiB, 100);
   rid_t a = F.create(), b = F.create(a), c = F.create(b), d = F.create(a), e = F.create();
@@ -243,12 +257,9 @@ TEST(Region, DestroyFreesSubtree) {
   EXPECT_EQ(mmd_region_destroy(&F.R, 12345), SYS_ERR_NOREGION);
   EXPECT_EQ(mmd_region_destroy(&F.R, -3), SYS_ERR_NOREGION);
   check_regions(F.R);
-  // The lowest free IDs come back first.
-  EXPECT_EQ(F.create(), 1);
-  EXPECT_EQ(F.create(e), 2);
-  EXPECT_EQ(F.create(), 3);
-  EXPECT_EQ(F.create(), 4);
-  EXPECT_EQ(F.create(), 6);
+  // IDs go on upward from the last one handed out (e's).
+  EXPECT_EQ(F.create(), e + 1);
+  EXPECT_EQ(F.create(e), e + 2);
   check_regions(F.R);
 }
 
@@ -262,7 +273,7 @@ TEST(Region, DestroyDeepChain) {
   EXPECT_EQ(mmd_region_destroy(&F.R, top), 0);
   EXPECT_EQ(F.R.nregions, 1u);
   EXPECT_EQ(F.R.free_slabs, F.R.space_slabs);
-  EXPECT_EQ(F.create(), 1);
+  EXPECT_EQ(F.create(), 100002);  // IDs go on upward; the freed ones come back last
 }
 
 // Many regions (some nested) allocating and freeing at once, now and then
@@ -585,7 +596,7 @@ TEST(Region, UsedRangesSplitAndMerge) {
   EXPECT_EQ(free_runs(F.R), (std::vector<SlabRun>{{0, 16}}));
   EXPECT_EQ(F.R.free_slabs, 16u);
   rid_t b = F.create();
-  EXPECT_EQ(b, a);  // the ID is reused
+  EXPECT_GT(b, a);  // a freed ID comes back only after the others
   for (int i = 0; i < 16; i++)
     EXPECT_EQ(mmd_region_of(&F.R, uint64_t(i) << MMD_SLAB_SHIFT), nullptr)
         << "slab " << i << " maps to a region that holds nothing";
