@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
-"""bench/dist/report.py: the dist benchmarks' report from what dist-frag and
-dist-latency wrote into one directory: a plot per fragmentation run drawn as
-the Myrmics paper's Fig. 4a-c (frag_<run>.png), and report.md with the
-fragmentation and latency tables and the issue's goals. Prints the tables.
+"""bench/dist/report.py: the dist benchmarks' report from what dist-frag,
+dist-latency and dist-load wrote into one directory: a plot per
+fragmentation run drawn as the Myrmics paper's Fig. 4a-c (frag_<run>.png),
+the scheduler's load as workers are added (load.png, as Fig. 4e), and
+report.md with their tables and the issue's goals. Prints the tables.
 
     report.py [--dir DIR]     (default build/bench/dist; read from and written to)
 """
@@ -96,7 +97,47 @@ def latency_table(results):
     return rows
 
 
-def document(directory, frag, latency, figures):
+def load_lines(path):
+    """dist-load's runs, one a line; the last of each (mode, workers) counts."""
+    if not os.path.exists(path):
+        return []
+    with open(path) as f:
+        runs = {(r["mode"], r["workers"]): r for r in map(json.loads, f)}
+    return [runs[k] for k in sorted(runs)]
+
+
+def plot_load(runs, path):
+    """Calls per second of all workers together, and ns per call, against
+    the number of workers, one line a mode."""
+    fig, (rate, per) = plt.subplots(1, 2, figsize=(9, 3.6))
+    for mode, _ in LATENCY_MODES:
+        mine = [r for r in runs if r["mode"] == mode]
+        if not mine:
+            continue
+        workers = [r["workers"] for r in mine]
+        rate.plot(workers, [r["calls_per_s"] for r in mine], marker="o", label=mode)
+        per.plot(workers, [r["median_ns"] for r in mine], marker="o", label=mode)
+    for ax, label in ((rate, "calls per second, all workers"), (per, "ns per call, median worker")):
+        ax.set_xlabel("workers calling at once (one scheduler)")
+        ax.set_ylabel(label)
+        ax.set_yscale("log")
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+
+
+def load_table(runs):
+    rows = ["| mode | workers | ns per call, median worker | slowest worker | calls/s, all workers |",
+            "|---|---:|---:|---:|---:|"]
+    for r in runs:
+        rows.append(f"| {r['mode']} | {r['workers']} | {r['median_ns']:.0f} | {r['slowest_ns']:.0f} "
+                    f"| {r['calls_per_s']:.3g} |")
+    return rows
+
+
+def document(directory, frag, latency, load, figures):
     lines = ["# dist: fragmentation and latency", ""]
     if frag:
         lines += ["## Fragmentation (the Myrmics paper's Sect. 6.2, Fig. 4a-c)", "",
@@ -108,6 +149,11 @@ def document(directory, frag, latency, figures):
         lines += latency_table(latency) + [""]
     else:
         lines += ["## Latency", "", "Not measured (no mpirun or no dist-latency build).", ""]
+    if load:
+        lines += ["## One scheduler under load (dist-load, as the Myrmics paper's Fig. 4e)", "",
+                  "Every worker at once allocates and frees 64 B objects in a region of its own; "
+                  "the medians of the repetitions.", ""]
+        lines += load_table(load) + ["", "![load](load.png)", ""]
     with open(os.path.join(directory, "report.md"), "w") as f:
         f.write("\n".join(lines))
     return lines
@@ -116,7 +162,7 @@ def document(directory, frag, latency, figures):
 def main():
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--dir", default=os.path.join(REPO, "build", "bench", "dist"),
-                   help="where dist-frag and dist-latency wrote; the report goes there too")
+                   help="where the dist benchmarks wrote; the report goes there too")
     args = p.parse_args()
     frag = load_json(os.path.join(args.dir, "frag.json"))
     figures = []
@@ -126,7 +172,10 @@ def main():
         figures.append((run["run"], png))
     latency = {m: load_json(os.path.join(args.dir, f"latency_{m}.json")) for m, _ in LATENCY_MODES}
     latency = {m: r for m, r in latency.items() if r}
-    lines = document(args.dir, frag, latency, figures)
+    load = load_lines(os.path.join(args.dir, "load.jsonl"))
+    if load:
+        plot_load(load, os.path.join(args.dir, "load.png"))
+    lines = document(args.dir, frag, latency, load, figures)
     print("\n".join(l for l in lines if not l.startswith("![")))
     print(f"report.py: wrote {args.dir}/report.md and {len(figures)} plots")
     return 0 if frag else 1
