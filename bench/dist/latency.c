@@ -16,10 +16,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "manymalloc/myrmics.h"
 #include "out.h"
+#include "timing.h"
 
 #define LAT_SIZE   64
 #define LAT_BALLOC 1000
@@ -46,23 +46,7 @@ typedef struct lat_goal {
   double value, limit;                /* ns; met when value <= limit */
 } lat_goal_t;
 
-static double lat_now(void) {
-  struct timespec t;
-  clock_gettime(CLOCK_MONOTONIC, &t);
-  return 1e9 * (double)t.tv_sec + (double)t.tv_nsec;
-}
-
-static int lat_cmp(const void *a, const void *b) {
-  double x = *(const double *)a, y = *(const double *)b;
-  return (x > y) - (x < y);
-}
-
-static double lat_median(double *v, size_t n) {
-  qsort(v, n, sizeof(*v), lat_cmp);
-  return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
-}
-
-/* After lat_median (v sorted): the 99th percentile. */
+/* After bench_median (v sorted): the 99th percentile. */
 static double lat_p99(const double *v, size_t n) { return v[n * 99 / 100]; }
 
 static void lat_fail(const char *call) {
@@ -78,35 +62,35 @@ static void lat_fail(const char *call) {
  * 99th percentiles. */
 static void lat_single(rid_t r, void **obj, double *dt, size_t n, lat_metrics_t *m) {
   for (size_t i = 0; i < n; i++) {
-    double t0 = lat_now();
+    double t0 = bench_now_ns();
     obj[i] = sys_alloc(LAT_SIZE, r);
-    dt[i] = lat_now() - t0;
+    dt[i] = bench_now_ns() - t0;
     if (obj[i] == NULL) lat_fail("sys_alloc");
   }
-  m->v[ALLOC_MEDIAN] = lat_median(dt, n);
+  m->v[ALLOC_MEDIAN] = bench_median(dt, n);
   m->v[ALLOC_P99] = lat_p99(dt, n);
   for (size_t i = 0; i < n; i++) {
-    double t0 = lat_now();
+    double t0 = bench_now_ns();
     int rc = sys_free(obj[i]);
-    dt[i] = lat_now() - t0;
+    dt[i] = bench_now_ns() - t0;
     if (rc != 0) lat_fail("sys_free");
   }
-  m->v[FREE_MEDIAN] = lat_median(dt, n);
+  m->v[FREE_MEDIAN] = bench_median(dt, n);
   m->v[FREE_P99] = lat_p99(dt, n);
 }
 
 /* The same calls back to back, one clock read around all of them: the
  * local path is too fast for a clock read per call not to dominate. */
 static void lat_batch(rid_t r, void **obj, size_t n, lat_metrics_t *m) {
-  double t0 = lat_now();
+  double t0 = bench_now_ns();
   for (size_t i = 0; i < n; i++) obj[i] = sys_alloc(LAT_SIZE, r);
-  m->v[ALLOC_BATCH] = (lat_now() - t0) / (double)n;
+  m->v[ALLOC_BATCH] = (bench_now_ns() - t0) / (double)n;
   for (size_t i = 0; i < n; i++)
     if (obj[i] == NULL) lat_fail("sys_alloc");
   int bad = 0;
-  t0 = lat_now();
+  t0 = bench_now_ns();
   for (size_t i = 0; i < n; i++) bad |= sys_free(obj[i]);
-  m->v[FREE_BATCH] = (lat_now() - t0) / (double)n;
+  m->v[FREE_BATCH] = (bench_now_ns() - t0) / (double)n;
   if (bad) lat_fail("sys_free");
 }
 
@@ -115,14 +99,14 @@ static void lat_batch(rid_t r, void **obj, size_t n, lat_metrics_t *m) {
 static void lat_balloc(rid_t r, void **obj, lat_metrics_t *m) {
   double per[LAT_BALLOC_CALLS];
   for (int k = 0; k < LAT_BALLOC_CALLS; k++) {
-    double t0 = lat_now();
+    double t0 = bench_now_ns();
     int rc = sys_balloc(LAT_SIZE, r, LAT_BALLOC, obj);
-    per[k] = (lat_now() - t0) / LAT_BALLOC;
+    per[k] = (bench_now_ns() - t0) / LAT_BALLOC;
     if (rc != 0) lat_fail("sys_balloc");
     for (int i = 0; i < LAT_BALLOC; i++)
       if (sys_free(obj[i]) != 0) lat_fail("sys_free");
   }
-  m->v[BALLOC] = lat_median(per, LAT_BALLOC_CALLS);
+  m->v[BALLOC] = bench_median(per, LAT_BALLOC_CALLS);
 }
 
 /* reps repetitions after a warm-up: each metric's median over them. */
@@ -143,7 +127,7 @@ static lat_metrics_t lat_measure(rid_t r, size_t calls, int reps) {
   double col[reps];
   for (int j = 0; j < LAT_NMETRICS; j++) {
     for (int k = 0; k < reps; k++) col[k] = rep[k + 1].v[j];
-    result.v[j] = lat_median(col, (size_t)reps);
+    result.v[j] = bench_median(col, (size_t)reps);
   }
   free(obj), free(dt), free(rep);
   return result;

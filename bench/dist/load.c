@@ -15,26 +15,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "manymalloc/myrmics.h"
 #include "out.h"
-
-static double load_now(void) {
-  struct timespec t;
-  clock_gettime(CLOCK_MONOTONIC, &t);
-  return 1e9 * (double)t.tv_sec + (double)t.tv_nsec;
-}
-
-static int load_cmp(const void *a, const void *b) {
-  double x = *(const double *)a, y = *(const double *)b;
-  return (x > y) - (x < y);
-}
-
-static double load_median(double *v, size_t n) {
-  qsort(v, n, sizeof *v, load_cmp);
-  return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
-}
+#include "timing.h"
 
 static void load_fail(const char *call) {
   fprintf(stderr, "dist-load: worker %d: %s failed: %s\n", sys_worker_id(), call,
@@ -46,12 +30,12 @@ static void load_fail(const char *call) {
  * as many frees. */
 static double load_once(rid_t r, void **obj, size_t calls) {
   if (sys_barrier() != 0) load_fail("sys_barrier");
-  double t0 = load_now();
+  double t0 = bench_now_ns();
   for (size_t i = 0; i < calls; i++)
     if ((obj[i] = sys_alloc(64, r)) == NULL) load_fail("sys_alloc");
   for (size_t i = 0; i < calls; i++)
     if (sys_free(obj[i]) != 0) load_fail("sys_free");
-  return (load_now() - t0) / (double)(2 * calls);
+  return (bench_now_ns() - t0) / (double)(2 * calls);
 }
 
 typedef struct load_result {
@@ -68,12 +52,12 @@ static load_result_t load_reduce(const double *all, int workers, int reps) {
       row[w] = all[w * reps + k];
       sum_rate += 1e9 / row[w];
     }
-    med[k] = load_median(row, (size_t)workers);
+    med[k] = bench_median(row, (size_t)workers);
     slow[k] = row[workers - 1];
     rate[k] = sum_rate;
   }
-  return (load_result_t){load_median(med, (size_t)reps), load_median(slow, (size_t)reps),
-                         load_median(rate, (size_t)reps)};
+  return (load_result_t){bench_median(med, (size_t)reps), bench_median(slow, (size_t)reps),
+                         bench_median(rate, (size_t)reps)};
 }
 
 static void load_report(const char *dir, int workers, size_t calls, int reps, load_result_t r) {
