@@ -91,8 +91,8 @@ void *sys_alloc(size_t size, rid_t region) {
     if (p) return p;
   }
   if (api_worker("sys_alloc") == NULL) return NULL;
-  if (size == 0) {
-    mmd_fail(SYS_ERR_ARG, "sys_alloc", "size 0, region %lld", (long long)region);
+  if (size == 0 || size > w->size) {   /* larger than the space: its slot would wrap */
+    mmd_fail(size ? SYS_ERR_NOMEM : SYS_ERR_ARG, "sys_alloc", "size %zu, region %lld", size, (long long)region);
     return NULL;
   }
   return api_alloc_slow(w, size, region, slot);
@@ -129,6 +129,8 @@ int sys_balloc(size_t size, rid_t region, int num_objects, void **objects) {
   if (w == NULL) return SYS_ERR_STATE;
   if (size == 0 || num_objects < 0 || (num_objects > 0 && objects == NULL))
     return mmd_fail(SYS_ERR_ARG, "sys_balloc", "size %zu, %d objects", size, num_objects);
+  if (size > w->size)
+    return mmd_fail(SYS_ERR_NOMEM, "sys_balloc", "size %zu, %d objects", size, num_objects);
   bool leased = w->lease_on && mmd_slot_of(size) <= MMD_SLAB_SIZE;
   int rc = num_objects == 0 ? 0
            : leased ? api_balloc_leased(w, size, region, num_objects, objects)

@@ -153,6 +153,17 @@ TEST(Errors, BadArgumentsAreArg) {
   EXPECT_EQ(sys_balloc(64, r, 4, nullptr), SYS_ERR_ARG);
   EXPECT_EQ(sys_balloc(64, r, -1, objs), SYS_ERR_ARG);
   EXPECT_EQ(sys_region_stats(r, 0, nullptr), SYS_ERR_ARG);
+  // Sizes past the space: out of memory, not a slot size that wraps to 0.
+  for (size_t huge : {SIZE_MAX, SIZE_MAX - 63, size_t(1) << 62}) {
+    EXPECT_EQ(sys_alloc(huge, r), nullptr) << huge;
+    EXPECT_EQ(sys_last_error(), SYS_ERR_NOMEM) << huge;
+    EXPECT_EQ(sys_balloc(huge, r, 4, objs), SYS_ERR_NOMEM) << huge;
+  }
+  void *keep = sys_alloc(64, r);
+  ASSERT_NE(keep, nullptr);
+  EXPECT_EQ(sys_realloc(keep, SIZE_MAX, r), nullptr);
+  EXPECT_EQ(sys_last_error(), SYS_ERR_NOMEM);
+  EXPECT_EQ(sys_free(keep), SYS_OK) << "a failed realloc freed the object";
   sys_region_stats_t s;
   ASSERT_EQ(sys_region_stats(r, 0, &s), SYS_OK);
   EXPECT_EQ(s.live_objects, 0) << "a failed balloc allocated objects";
