@@ -113,13 +113,21 @@ static int api_balloc_leased(mmd_worker_t *w, size_t size, rid_t region, int n, 
   return 0;
 }
 
+#define MMD_BALLOC_CHUNK (1 << 20)   /* objects a BALLOC asks for: an 8 MiB reply */
+
 static int api_balloc_remote(mmd_worker_t *w, size_t size, rid_t region, int n, void **objects) {
-  int64_t rc = mmd_call(w, MMD_MSG_BALLOC, (int64_t)size, region, n, NULL, 0);
-  if (rc < 0) return (int)rc;
   mmd_resident_touch(w, region);
-  for (int i = 0; i < n; i++) {
-    objects[i] = mmd_ptr(w, w->reply.items[i]);
-    mmd_resident_add(w, w->reply.items[i], mmd_slot_of(size));
+  for (int done = 0; done < n;) {
+    int chunk = n - done < MMD_BALLOC_CHUNK ? n - done : MMD_BALLOC_CHUNK;
+    int64_t rc = mmd_call(w, MMD_MSG_BALLOC, (int64_t)size, region, chunk, NULL, 0);
+    if (rc < 0) {
+      while (done-- > 0) sys_free(objects[done]);   /* all or nothing */
+      return (int)rc;
+    }
+    for (int i = 0; i < chunk; i++, done++) {
+      objects[done] = mmd_ptr(w, w->reply.items[i]);
+      mmd_resident_add(w, w->reply.items[i], mmd_slot_of(size));
+    }
   }
   return 0;
 }

@@ -200,4 +200,23 @@ TEST(Objects, BallocGivesDistinctAlignedWritableObjects) {
   EXPECT_EQ(sys_rfree(r), SYS_OK);
 }
 
+// More objects than one reply carries through the scheduler (2^20): all of
+// them, each once, and each writable to its last byte.
+TEST(Objects, BallocOfMoreThanOneReplyHolds) {
+  if (me() != 0) return;
+  const rid_t r = sys_ralloc(0, 0);
+  ASSERT_GT(r, 0);
+  constexpr int kCount = (1 << 20) + 4321;
+  std::vector<void *> objs(kCount, nullptr);
+  ASSERT_EQ(sys_balloc(64, r, kCount, objs.data()), SYS_OK);
+  EXPECT_EQ(live_objects(r), kCount);
+  std::vector<void *> sorted(objs);
+  std::sort(sorted.begin(), sorted.end());
+  EXPECT_EQ(std::adjacent_find(sorted.begin(), sorted.end()), sorted.end()) << "an object handed out twice";
+  EXPECT_NE(sorted.front(), nullptr);
+  for (int i = 0; i < kCount; i++) static_cast<uint64_t *>(objs[size_t(i)])[7] = uint64_t(i);
+  for (int i = 0; i < kCount; i++) ASSERT_EQ(static_cast<uint64_t *>(objs[size_t(i)])[7], uint64_t(i)) << i;
+  EXPECT_EQ(sys_rfree(r), SYS_OK);
+}
+
 }  // namespace
