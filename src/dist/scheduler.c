@@ -18,25 +18,40 @@ typedef void mmd_handler_fn(mmd_sched_t *s, const mmd_event_t *ev);
  * Replies and what they carry
  * ------------------------------------------------------------------------- */
 
-static void owed_remote(mmd_sched_t *s, mmd_owed_t *o, int worker, mmd_buf_t *remote) {
-  const uint64_t *offs = (const uint64_t *)o->remote.p;
-  for (size_t i = 0; i < o->remote.len / 8; i++) {
-    mmd_region_t *g = mmd_region_of(&s->R, offs[i]);
-    mmd_cell_t cell;
-    mmd_slab_t *slab = g ? mmd_pool_find(&g->pool, offs[i], &cell) : NULL;
-    if (slab == NULL || slab->lease != worker) continue;
-    mmd_remote_t r = {slab->key << MMD_SLAB_SHIFT, mmd_pool_take_remote(&g->pool, cell)};
-    if (r.bits) mmd_buf_put(remote, &r, sizeof r);
-  }
-  o->remote.len = 0;
+/* The leased slab of worker at off, or NULL (unleased or freed since). */
+static mmd_slab_t *owed_slab(mmd_sched_t *s, int worker, uint64_t off, mmd_region_t **g, mmd_cell_t *cell) {
+  *g = mmd_region_of(&s->R, off);
+  mmd_slab_t *slab = *g ? mmd_pool_find(&(*g)->pool, off, cell) : NULL;
+  return slab && slab->lease == worker ? slab : NULL;
 }
 
-/* The worker has dropped the leases it was told to: their runs are free. */
-static void owed_settle(mmd_sched_t *s, mmd_owed_t *o) {
+/* The remote frees worker is owed, read but not yet taken. */
+static void owed_remote(mmd_sched_t *s, const mmd_owed_t *o, int worker, mmd_buf_t *remote) {
+  const uint64_t *offs = (const uint64_t *)o->remote.p;
+  for (size_t i = 0; i < o->remote.len / 8; i++) {
+    mmd_region_t *g;
+    mmd_cell_t cell;
+    mmd_slab_t *slab = owed_slab(s, worker, offs[i], &g, &cell);
+    mmd_remote_t r = {slab ? slab->key << MMD_SLAB_SHIFT : 0, slab ? slab->remote : 0};
+    if (r.bits) mmd_buf_put(remote, &r, sizeof r);
+  }
+}
+
+/* The reply carrying what worker was owed is on its way: the remote frees
+ * are the worker's to clear now, and the runs of the leases it will drop
+ * are free. */
+static void owed_settle(mmd_sched_t *s, mmd_owed_t *o, int worker, const mmd_buf_t *remote) {
+  const mmd_remote_t *r = (const mmd_remote_t *)remote->p;
+  for (size_t i = 0; i < remote->len / sizeof *r; i++) {
+    mmd_region_t *g;
+    mmd_cell_t cell;
+    if (owed_slab(s, worker, r[i].off, &g, &cell)) mmd_pool_take_remote(&g->pool, cell);
+  }
   for (size_t i = 0; i < o->zombies.n; i++)
     mmd_regions_release(&s->R, o->zombies.r[i].off, o->zombies.r[i].len);
   o->zombies.n = 0;
   o->revokes.len = 0;
+  o->remote.len = 0;
 }
 
 static void sched_reply(mmd_sched_t *s, int worker, int64_t status, int64_t val,
@@ -50,11 +65,11 @@ static void sched_reply(mmd_sched_t *s, int worker, int64_t status, int64_t val,
   s->rep.len = 0;
   if (mmd_buf_put(&s->rep, &h, sizeof h) != 0 || mmd_buf_put(&s->rep, o->revokes.p, o->revokes.len) != 0 ||
       mmd_buf_put(&s->rep, remote.p, remote.len) != 0 || mmd_buf_put(&s->rep, items, nitems * 8) != 0) {
-    h = (mmd_rep_hdr_t){.status = SYS_ERR_NOMEM};  /* the owed parts wait for the next reply */
+    h = (mmd_rep_hdr_t){.status = SYS_ERR_NOMEM};  /* what the worker is owed waits for the next reply */
     s->rep.len = 0;
     mmd_buf_put(&s->rep, &h, sizeof h);
   } else {
-    owed_settle(s, o);
+    owed_settle(s, o, worker, &remote);
   }
   mmd_buf_free(&remote);
   mmd_tp_reply(s->first_worker + worker, &s->rep);
@@ -303,7 +318,7 @@ static void on_done(mmd_sched_t *s, const mmd_event_t *ev) {
   mmd_owed_t *o = &s->owed[ev->worker];
   if (o->done) return;
   o->done = true;
-  owed_settle(s, o);
+  owed_settle(s, o, ev->worker, &(mmd_buf_t){0});   /* it has returned every lease */
   s->ndone++;
   sched_barrier_release(s);   /* the others need not wait for it */
 }
