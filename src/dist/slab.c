@@ -109,6 +109,15 @@ static void slab_count_live(mmd_pool_t *p, const mmd_slab_t *s, int64_t objects)
   p->n.live_bytes += (uint64_t)(objects * (int64_t)s->slot);
 }
 
+static void slab_set_live(mmd_pool_t *p, mmd_slab_t *s, uint64_t live) {
+  int nlive = __builtin_popcountll(live);
+  if (s->lease != MMD_NO_WORKER && (nlive == 0) != (s->nlive == 0))
+    p->n.slabs_leased_live += nlive ? s->nslabs : -(uint64_t)s->nslabs;
+  slab_count_live(p, s, nlive - (int)s->nlive);
+  s->live = live;
+  s->nlive = (uint16_t)nlive;
+}
+
 /* ---------------------------------------------------------------------------
  * Fresh slabs from the Free Trie: first fit, taken from the top of the run
  * so the run's key stays and the trie needs no node
@@ -192,6 +201,7 @@ int mmd_pool_free(mmd_pool_t *p, uint64_t off, int32_t *notify) {
     if (s->remote & bit) return SYS_ERR_FREED;
     if (s->remote == 0) *notify = s->lease;
     s->remote |= bit;
+    slab_set_live(p, s, s->live & ~bit);   /* counted free now; the holder clears it later */
     return 0;
   }
   if (!(s->live & bit)) return SYS_ERR_FREED;
@@ -259,15 +269,6 @@ int mmd_pool_lease(mmd_pool_t *p, uint64_t slot, int32_t worker, int want, mmd_c
     cells[got++] = cell;
   }
   return got;
-}
-
-static void slab_set_live(mmd_pool_t *p, mmd_slab_t *s, uint64_t live) {
-  int nlive = __builtin_popcountll(live);
-  if (s->lease != MMD_NO_WORKER && (nlive == 0) != (s->nlive == 0))
-    p->n.slabs_leased_live += nlive ? s->nslabs : -(uint64_t)s->nslabs;
-  slab_count_live(p, s, nlive - (int)s->nlive);
-  s->live = live;
-  s->nlive = (uint16_t)nlive;
 }
 
 void mmd_pool_sync(mmd_pool_t *p, mmd_cell_t cell, uint64_t bits) {

@@ -68,9 +68,9 @@ static inline uint64_t mmd_slabs_for(uint64_t slot) {
 int mmd_pool_alloc(mmd_pool_t *p, uint64_t slot, uint64_t *off);
 
 /* Frees the object at off: 0, SYS_ERR_NOTOBJECT, SYS_ERR_FREED. A slab
- * leased to a worker records the free in its remote bits; *notify is then
- * that worker if these are the slab's first remote bits since it last
- * heard (else MMD_NO_WORKER). */
+ * leased to a worker records the free in its remote bits (and counts it
+ * at once); *notify is then that worker if these are the slab's first
+ * remote bits since it last heard (else MMD_NO_WORKER). */
 int mmd_pool_free(mmd_pool_t *p, uint64_t off, int32_t *notify);
 
 /* The slab holding off, or NULL (and *cell 0) when no slab in use does. */
