@@ -11,12 +11,23 @@
 #include "worker.h"
 #include "space.h"
 
-#define MMD_RESIDENT_MIN_CHECK (16ull << 20)
+#define MMD_RESIDENT_MIN_CHECK     (16ull << 20)  /* bytes recorded before the first check */
+#define MMD_RESIDENT_MIN_NORMALIZE 1024           /* entries appended before the first normalize */
+
+void mmd_resident_init(mmd_resident_t *r) {
+  *r = (mmd_resident_t){.check_above = MMD_RESIDENT_MIN_CHECK,
+                        .normalize_above = MMD_RESIDENT_MIN_NORMALIZE};
+}
+
+void mmd_resident_destroy(mmd_resident_t *r) {
+  mmd_ranges_free(&r->ranges);
+  mmd_buf_free(&r->rids);
+}
 
 static void resident_normalize(mmd_resident_t *r) {
   mmd_ranges_normalize(&r->ranges);
   r->bytes = mmd_ranges_bytes(&r->ranges);
-  r->normalize_above = 2 * r->ranges.n + 1024;
+  r->normalize_above = 2 * r->ranges.n + MMD_RESIDENT_MIN_NORMALIZE;
 }
 
 void mmd_resident_add(mmd_worker_t *w, uint64_t off, uint64_t len) {

@@ -13,15 +13,13 @@ mmd_worker_t *mmd_self;
 
 int mmd_worker_init(mmd_worker_t *w) {
   mmd_leases_init(&w->leases, w->base, mmd_trie_bits_for(w->size >> MMD_SLAB_SHIFT));
-  w->resident.check_above = 16ull << 20;
-  w->resident.normalize_above = 1024;
+  mmd_resident_init(&w->resident);
   return 0;
 }
 
 void mmd_worker_destroy(mmd_worker_t *w) {
   mmd_leases_destroy(&w->leases);
-  mmd_ranges_free(&w->resident.ranges);
-  mmd_buf_free(&w->resident.rids);
+  mmd_resident_destroy(&w->resident);
   mmd_buf_free(&w->req);
   mmd_buf_free(&w->rep);
 }

@@ -9,7 +9,7 @@
 #include "ranges.h"
 
 /* The pages this worker has written or received: given back to the OS when
- * the scheduler says they no longer belong to any region. */
+ * the scheduler says no region it used (or received) holds them any more. */
 typedef struct mmd_resident {
   mmd_ranges_t ranges;
   mmd_buf_t rids;         /* int64: regions allocated in or received: their memory is kept */
@@ -51,6 +51,8 @@ static inline uint64_t mmd_off(const mmd_worker_t *w, const void *p) { return (u
 static inline void *mmd_ptr(const mmd_worker_t *w, uint64_t off) { return (void *)(w->base + off); }
 
 /* ---- resident.c ---- */
+void mmd_resident_init(mmd_resident_t *r);
+void mmd_resident_destroy(mmd_resident_t *r);
 /* Records [off, off + len); a check falls due when the bytes doubled. */
 void mmd_resident_add(mmd_worker_t *w, uint64_t off, uint64_t len);
 /* Records that this worker holds memory of region rid. */

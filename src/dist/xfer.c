@@ -1,11 +1,9 @@
 /* xfer.c: sys_send, sys_recv and sys_barrier. The sender asks its scheduler
  * to pack the regions (with their sub-regions) and objects into (offset,
  * length) runs, sends the receiver one header with the region IDs, the
- * object offsets and the runs, then the memory itself in one transfer. A
- * sender that fails still sends a header, carrying its error, so that the
- * receiver returns instead of waiting forever. */
-#include <stdlib.h>
-#include <string.h>
+ * object offsets, the objects' regions and the runs, then the memory itself
+ * in one transfer. A sender that fails still sends a header, carrying its
+ * error, so that the receiver returns instead of waiting forever. */
 #include "errors.h"
 #include "transport.h"
 #include "worker.h"
@@ -31,41 +29,41 @@ static int xfer_send_failure(int peer, int code) {
   return code;
 }
 
-/* The scheduler's runs for what is named: 0, or a code with *bad the item. */
-static int xfer_pack(mmd_worker_t *w, rid_t *regions, int nr, void **objects, int no, int64_t *bad) {
-  uint64_t *items = malloc(((size_t)nr + (size_t)no + 1) * sizeof *items);
-  if (items == NULL) return SYS_ERR_NOMEM;
-  int rc = 0;
-  for (int i = 0; i < nr; i++) items[i] = (uint64_t)regions[i];
-  for (int i = 0; i < no && rc == 0; i++) {
-    if (!mmd_in_space(w, objects[i])) rc = SYS_ERR_NOTGLOBAL, *bad = nr + i;
-    else items[nr + i] = mmd_off(w, objects[i]);
+/* The header's first part, which is also the PACK request's items: the
+ * region IDs and the object offsets. 0, or a code with *bad the item. */
+static int xfer_named(mmd_worker_t *w, mmd_buf_t *b, rid_t *regions, int nr, void **objects, int no,
+                      int64_t *bad) {
+  mmd_xfer_hdr_t h = {.nregions = (uint32_t)nr, .nobjects = (uint32_t)no};
+  if (mmd_buf_put(b, &h, sizeof h) != 0 || mmd_buf_put(b, regions, (size_t)nr * 8) != 0) return SYS_ERR_NOMEM;
+  for (int i = 0; i < no; i++) {
+    if (!mmd_in_space(w, objects[i])) {
+      *bad = nr + i;
+      return SYS_ERR_NOTGLOBAL;
+    }
+    uint64_t off = mmd_off(w, objects[i]);
+    if (mmd_buf_put(b, &off, 8) != 0) return SYS_ERR_NOMEM;
   }
-  if (rc == 0) {
-    rc = (int)mmd_call(w, MMD_MSG_PACK, nr, no, 0, items, (size_t)nr + (size_t)no);
-    *bad = rc != SYS_ERR_MPI && rc != SYS_ERR_NOMEM ? w->reply.hdr->val : 0;
-  }
-  free(items);
+  return 0;
+}
+
+/* The scheduler's runs for what b names: 0, or a code with *bad the item. */
+static int xfer_pack(mmd_worker_t *w, const mmd_buf_t *b, int nr, int no, int64_t *bad) {
+  const uint64_t *items = (const uint64_t *)(b->p + sizeof(mmd_xfer_hdr_t));
+  int rc = (int)mmd_call(w, MMD_MSG_PACK, nr, no, 0, items, (size_t)nr + (size_t)no);
+  *bad = rc != SYS_ERR_MPI && rc != SYS_ERR_NOMEM ? w->reply.hdr->val : 0;
   return rc;
 }
 
-/* The header: what the pack reply gave (runs, then the objects' regions)
- * and what the caller named. */
-static int xfer_send_header(mmd_worker_t *w, int peer, rid_t *regions, int nr, void **objects, int no) {
+/* Completes the header with what the pack reply gave (the objects'
+ * regions, then the runs) and sends it. */
+static int xfer_send_header(mmd_worker_t *w, int peer, mmd_buf_t *b, int no) {
   const mmd_rep_view_t *v = &w->reply;
   size_t range_items = (size_t)v->hdr->val;
-  mmd_xfer_hdr_t h = {.nregions = (uint32_t)nr, .nobjects = (uint32_t)no, .nranges = (uint32_t)(range_items / 2)};
-  mmd_buf_t b = {0};
-  int rc = mmd_buf_put(&b, &h, sizeof h) | mmd_buf_put(&b, regions, (size_t)nr * 8);
-  for (int i = 0; rc == 0 && i < no; i++) {
-    uint64_t off = mmd_off(w, objects[i]);
-    rc = mmd_buf_put(&b, &off, 8);
-  }
-  if (rc == 0)
-    rc = mmd_buf_put(&b, v->items + range_items, (size_t)no * 8) | mmd_buf_put(&b, v->items, range_items * 8);
-  rc = rc ? SYS_ERR_NOMEM : mmd_tp_send_msg(peer, &b);
-  mmd_buf_free(&b);
-  return rc;
+  ((mmd_xfer_hdr_t *)b->p)->nranges = (uint32_t)(range_items / 2);
+  if (mmd_buf_put(b, v->items + range_items, (size_t)no * 8) != 0 ||
+      mmd_buf_put(b, v->items, range_items * 8) != 0)
+    return SYS_ERR_NOMEM;
+  return mmd_tp_send_msg(peer, b);
 }
 
 static void xfer_fail_item(int rc, int peer, rid_t *regions, int nr, void **objects, int64_t bad) {
@@ -80,8 +78,11 @@ int sys_send(int peer_worker, rid_t *regions, int num_regions, void **objects, i
   if (num_regions < 0 || num_objects < 0 || (num_regions && !regions) || (num_objects && !objects))
     return mmd_fail(xfer_send_failure(peer_worker, SYS_ERR_ARG), "sys_send", "to worker %d", peer_worker);
   int64_t bad = 0;
-  int rc = xfer_pack(w, regions, num_regions, objects, num_objects, &bad);
+  mmd_buf_t b = {0};
+  int rc = xfer_named(w, &b, regions, num_regions, objects, num_objects, &bad);
+  if (rc == 0) rc = xfer_pack(w, &b, num_regions, num_objects, &bad);
   if (rc < 0) {
+    mmd_buf_free(&b);
     xfer_send_failure(peer_worker, rc);
     xfer_fail_item(rc, peer_worker, regions, num_regions, objects, bad);
     return rc;
@@ -89,7 +90,8 @@ int sys_send(int peer_worker, rid_t *regions, int num_regions, void **objects, i
   const mmd_range_t *runs = (const mmd_range_t *)w->reply.items;
   size_t nruns = (size_t)w->reply.hdr->val / 2;
   mmd_ranges_t l = {.r = (mmd_range_t *)runs, .n = nruns, .cap = nruns};  /* read before any call */
-  rc = xfer_send_header(w, peer_worker, regions, num_regions, objects, num_objects);
+  rc = xfer_send_header(w, peer_worker, &b, num_objects);
+  mmd_buf_free(&b);
   if (rc == 0) rc = mmd_tp_send_ranges(peer_worker, w->base, &l);
   return rc < 0 ? mmd_fail(rc, "sys_send", "to worker %d", peer_worker) : 0;
 }
