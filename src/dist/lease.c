@@ -170,23 +170,21 @@ static void lease_return(mmd_leases_t *L, mmd_lslab_t *s) {
   if (mmd_buf_put(&L->returning, &r, sizeof r) == 0) lease_drop(L, s);
 }
 
-void mmd_lease_return_all(mmd_leases_t *L) {
+/* Gives up every slab, or with only_idle those full or empty: the ones
+ * whose slots the worker is not handing out now. */
+static void lease_return_slabs(mmd_leases_t *L, bool only_idle) {
   for (size_t b = 0; b < MMD_LEASE_BUCKETS; b++)
     for (mmd_lclass_t *c = L->bucket[b]; c; c = c->hash_next)
       for (mmd_lslab_t *s = c->all, *next; s; s = next) {
         next = s->all_next;
-        lease_return(L, s);
+        if (!only_idle || !s->in_avail || (s->live & c->mask) == 0) lease_return(L, s);
       }
 }
 
+void mmd_lease_return_all(mmd_leases_t *L) { lease_return_slabs(L, false); }
+
 void mmd_lease_trim(mmd_leases_t *L) {
-  if (L->nslabs < MMD_LEASE_CAP) return;
-  for (size_t b = 0; b < MMD_LEASE_BUCKETS; b++)
-    for (mmd_lclass_t *c = L->bucket[b]; c; c = c->hash_next)
-      for (mmd_lslab_t *s = c->all, *next; s; s = next) {
-        next = s->all_next;
-        if (!s->in_avail || (s->live & c->mask) == 0) lease_return(L, s);
-      }
+  if (L->nslabs >= MMD_LEASE_CAP) lease_return_slabs(L, true);
 }
 
 int mmd_lease_reports(mmd_leases_t *L, mmd_buf_t *req, uint32_t *nreports) {

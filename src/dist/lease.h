@@ -97,7 +97,7 @@ void mmd_lease_revoke(mmd_leases_t *L, rid_t rid, void (*discard)(uint64_t off))
 int mmd_lease_remote(mmd_leases_t *L, uint64_t off, uint64_t bits);
 /* Gives every slab up (reported with the next request): the worker ends. */
 void mmd_lease_return_all(mmd_leases_t *L);
-/* At the cap: full slabs are given up (reported with the next request). */
+/* At the cap: full and empty slabs are given up (reported with the next request). */
 void mmd_lease_trim(mmd_leases_t *L);
 /* Appends the due reports to a request; the slabs are clean afterwards. */
 int mmd_lease_reports(mmd_leases_t *L, mmd_buf_t *req, uint32_t *nreports);
