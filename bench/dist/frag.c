@@ -123,7 +123,7 @@ static double frag_ratio(const mmd_pool_counts_t *c) {
 static size_t frag_walk(const frag_run_t *run, uint64_t steps, uint64_t phase, uint64_t seed,
                         frag_sample_t *samples, frag_result_t *res) {
   mmd_regions_t R;
-  int rc = mmd_regions_init(&R, FRAG_SPACE, FRAG_MAX_RID);
+  int rc = mmd_regions_init(&R, FRAG_SPACE, FRAG_MAX_RID, true);
   if (rc != 0) frag_die("mmd_regions_init", run->name, rc);
   rid_t rid = mmd_region_create(&R, 0, 0);
   if (rid < 0) frag_die("mmd_region_create", run->name, (int)rid);

@@ -87,7 +87,10 @@ int sys_num_workers(void);
 /* ---- regions ------------------------------------------------------------ */
 
 /* A new region under parent (0: the root). level_hint places it in the
- * scheduler tree (0 or negative: no hint). Returns its ID, or
+ * scheduler tree (MANYMALLOC_SCHEDULERS): 1 is the top scheduler, 2 the
+ * level below, and so on; 0 or negative (no hint) and values past the
+ * last level mean the leaf schedulers, next to the workers. A region never
+ * lives above its parent's scheduler. Returns its ID, or
  * SYS_ERR_NOREGION (no such parent), SYS_ERR_NOIDS, SYS_ERR_NOMEM. */
 rid_t sys_ralloc(rid_t parent, int level_hint);
 
@@ -159,12 +162,32 @@ typedef struct sys_region_stats_s {
   int64_t transfer_bytes; /* bytes a sys_send() of the region would move */
   int64_t transfer_ranges;/* (address, size) pieces that transfer has */
   int64_t subregions;     /* regions below it, at every depth */
+  int64_t scheduler;      /* index of the scheduler that owns the region (0: the top) */
+  int64_t scheduler_level;/* its level in the tree (0: the top) */
 } sys_region_stats_t;
 
 /* Statistics of a region alone (include_subregions 0) or with all its
  * sub-regions (1). Objects that other workers allocate locally are counted
  * as of their last contact with the scheduler; the caller's own are exact. */
 int sys_region_stats(rid_t region, int include_subregions, sys_region_stats_t *stats);
+
+/* Counters of the whole scheduler tree, and of the calling worker. */
+typedef struct sys_sched_stats_s {
+  int64_t schedulers;      /* schedulers in the tree */
+  int64_t levels;          /* levels of the tree */
+  int64_t requests;        /* requests workers sent to their leaf schedulers */
+  int64_t sched_messages;  /* messages between schedulers, each hop counted */
+  int64_t forwarded;       /* requests a scheduler passed to another one */
+  int64_t grants;          /* memory or ID chunks a parent gave a child */
+  int64_t returns;         /* chunks a child gave back */
+  int64_t regions;         /* regions alive, the root aside */
+  int64_t worker_calls;    /* this worker's requests */
+  int64_t worker_wait_ns;  /* time this worker spent waiting for their replies */
+} sys_sched_stats_t;
+
+/* Fills stats: 0 or a negative code. The tree's counters are summed over
+ * every scheduler as of the moment each one answers. */
+int sys_sched_stats(sys_sched_stats_t *stats);
 
 /* The name of an error code, like MPI_Error_string. */
 const char *sys_strerror(int code);

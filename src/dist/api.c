@@ -46,7 +46,15 @@ int sys_region_stats(rid_t region, int include_subregions, sys_region_stats_t *s
  * Allocation
  * ------------------------------------------------------------------------- */
 
-/* Leases more slabs of (region, slot) for about want slots. */
+#define API_ELSEWHERE 1   /* api_lease_refill: the region is served by another scheduler */
+
+static bool api_elsewhere(const mmd_worker_t *w, rid_t region, uint64_t slot) {
+  const mmd_lclass_t *c = mmd_lease_class(&w->leases, region, slot);
+  return c && c->elsewhere;
+}
+
+/* Leases more slabs of (region, slot) for about want slots: 0, a code, or
+ * API_ELSEWHERE. */
 static int api_lease_refill(mmd_worker_t *w, rid_t region, uint64_t slot, uint64_t want) {
   mmd_lease_trim(&w->leases);
   const mmd_lclass_t *c = mmd_lease_class(&w->leases, region, slot);
@@ -54,6 +62,10 @@ static int api_lease_refill(mmd_worker_t *w, rid_t region, uint64_t slot, uint64
   if (c && (uint64_t)c->grant > slabs) slabs = (uint64_t)c->grant;
   int64_t got = mmd_call(w, MMD_MSG_LEASE, region, (int64_t)slot, (int64_t)slabs, NULL, 0);
   if (got < 0) return (int)got;
+  if (got == 0 && w->reply.hdr->val == 1) {
+    mmd_lease_mark_elsewhere(&w->leases, region, slot);
+    return API_ELSEWHERE;
+  }
   const uint64_t *pairs = w->reply.items;
   mmd_resident_touch(w, region);
   for (int64_t i = 0; i < got; i++) mmd_resident_add(w, pairs[2 * i], MMD_SLAB_SIZE);
@@ -73,8 +85,10 @@ static void *api_alloc_remote(mmd_worker_t *w, size_t size, rid_t region) {
 }
 
 static void *api_alloc_slow(mmd_worker_t *w, size_t size, rid_t region, uint64_t slot) {
-  if (!w->lease_on || slot > MMD_SLAB_SIZE) return api_alloc_remote(w, size, region);
+  if (!w->lease_on || slot > MMD_SLAB_SIZE || api_elsewhere(w, region, slot))
+    return api_alloc_remote(w, size, region);
   int rc = api_lease_refill(w, region, slot, 1);
+  if (rc == API_ELSEWHERE) return api_alloc_remote(w, size, region);
   if (rc != 0) {
     mmd_fail(rc, "sys_alloc", "size %zu, region %lld", size, (long long)region);
     return NULL;
@@ -104,6 +118,10 @@ static int api_balloc_leased(mmd_worker_t *w, size_t size, rid_t region, int n, 
     objects[i] = mmd_lease_alloc(&w->leases, region, slot);
     if (objects[i]) continue;
     int rc = api_lease_refill(w, region, slot, (uint64_t)(n - i));
+    if (rc == API_ELSEWHERE) {
+      while (i-- > 0) sys_free(objects[i]);
+      return API_ELSEWHERE;
+    }
     objects[i] = rc == 0 ? mmd_lease_alloc(&w->leases, region, slot) : NULL;
     if (objects[i] == NULL) {
       while (i-- > 0) sys_free(objects[i]);   /* all or nothing */
@@ -139,13 +157,26 @@ int sys_balloc(size_t size, rid_t region, int num_objects, void **objects) {
     return mmd_fail(SYS_ERR_ARG, "sys_balloc", "size %zu, %d objects", size, num_objects);
   if (size > w->size)
     return mmd_fail(SYS_ERR_NOMEM, "sys_balloc", "size %zu, %d objects", size, num_objects);
-  bool leased = w->lease_on && mmd_slot_of(size) <= MMD_SLAB_SIZE;
-  int rc = num_objects == 0 ? 0
-           : leased ? api_balloc_leased(w, size, region, num_objects, objects)
-                    : api_balloc_remote(w, size, region, num_objects, objects);
+  bool leased = w->lease_on && mmd_slot_of(size) <= MMD_SLAB_SIZE && !api_elsewhere(w, region, mmd_slot_of(size));
+  int rc = num_objects == 0 || !leased ? 0 : api_balloc_leased(w, size, region, num_objects, objects);
+  if (num_objects > 0 && (!leased || rc == API_ELSEWHERE))
+    rc = api_balloc_remote(w, size, region, num_objects, objects);
   if (rc < 0)
     return mmd_fail(rc, "sys_balloc", "size %zu, region %lld, %d objects", size, (long long)region,
                     num_objects);
+  return 0;
+}
+
+int sys_sched_stats(sys_sched_stats_t *stats) {
+  mmd_worker_t *w = api_worker("sys_sched_stats");
+  if (w == NULL) return SYS_ERR_STATE;
+  if (stats == NULL) return mmd_fail(SYS_ERR_ARG, "sys_sched_stats", "stats NULL");
+  int64_t rc = mmd_call(w, MMD_MSG_SCHED_STATS, 0, 0, 0, NULL, 0);
+  if (rc < 0) return mmd_fail((int)rc, "sys_sched_stats", "%s", "");
+  if (w->reply.hdr->nitems * 8 != sizeof *stats) return mmd_fail(SYS_ERR_MPI, "sys_sched_stats", "%s", "");
+  memcpy(stats, w->reply.items, sizeof *stats);
+  stats->worker_calls = w->calls;
+  stats->worker_wait_ns = w->wait_ns;
   return 0;
 }
 

@@ -1,7 +1,7 @@
-/* init.c: start and end. Reads the options, checks the layout against the
- * number of ranks, reserves the global space in every process, then makes
- * the first ranks schedulers (serving until every worker is done) and the
- * rest workers. */
+/* init.c: start and end. Reads the options, shapes the scheduler tree and
+ * places the ranks (a leaf scheduler with its workers on one host wherever
+ * the ranks allow), reserves the global space in every process, then makes
+ * the schedulers serve until every worker is done. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -9,6 +9,7 @@
 #include "scheduler.h"
 #include "space.h"
 #include "transport.h"
+#include "tree.h"
 #include "worker.h"
 
 #define MMD_DEFAULT_SPACE (64ull << 30)
@@ -17,7 +18,7 @@
 static struct {
   bool inited;
   bool is_sched;
-  int nsched;
+  mmd_tree_t tree;
   uint64_t space;
   uintptr_t base;
   mmd_worker_t worker;
@@ -49,37 +50,37 @@ static bool parse_bytes(const char *s, uint64_t *out) {
   return *out < MMD_MAX_SPACE;
 }
 
-/* MANYMALLOC_SCHEDULERS: the schedulers of each tree level, top first. This
- * version serves from one scheduler: "1". */
-static bool parse_schedulers(const char *s, int *nsched) {
-  if (s == NULL || *s == '\0') s = "1";
-  *nsched = 1;
-  return strcmp(s, "1") == 0;
+/* The tree's shape (MANYMALLOC_SCHEDULERS, MANYMALLOC_WORKERS_PER_SCHEDULER)
+ * and who is who. */
+static int dist_tree(bool talk) {
+  char why[256];
+  if (mmd_tree_parse(&dist.tree, getenv("MANYMALLOC_SCHEDULERS"), getenv("MANYMALLOC_WORKERS_PER_SCHEDULER"),
+                     mmd_tp_size(), why, sizeof why) != 0) {
+    if (talk) fprintf(stderr, "manymalloc: %s\n", why);
+    return SYS_ERR_ARG;
+  }
+  int *host_of = malloc((size_t)mmd_tp_size() * sizeof *host_of);
+  int rc = host_of ? mmd_tp_hosts(host_of) : SYS_ERR_NOMEM;
+  if (rc == 0) rc = mmd_tree_place(&dist.tree, host_of);
+  free(host_of);
+  return rc;
 }
 
 static int dist_options(void) {
-  const char *space = getenv("MANYMALLOC_DIST_SPACE"), *scheds = getenv("MANYMALLOC_SCHEDULERS");
+  const char *space = getenv("MANYMALLOC_DIST_SPACE");
   bool quiet = env_flag("MANYMALLOC_DIST_QUIET", false), talk = mmd_tp_rank() == 0 && !quiet;
   dist.space = MMD_DEFAULT_SPACE;
   if (space && *space && !parse_bytes(space, &dist.space)) {
     if (talk) fprintf(stderr, "manymalloc: MANYMALLOC_DIST_SPACE=%s: expected 1M to under 16T bytes, with an optional K, M, G or T suffix\n", space);
     return SYS_ERR_ARG;
   }
-  if (!parse_schedulers(scheds, &dist.nsched)) {
-    if (talk) fprintf(stderr, "manymalloc: MANYMALLOC_SCHEDULERS=%s: this version has one scheduler level; use 1\n", scheds);
-    return SYS_ERR_ARG;
-  }
-  if (mmd_tp_size() < dist.nsched + 1) {
-    if (talk) fprintf(stderr, "manymalloc: %d scheduler(s) and at least one worker need %d MPI ranks, "
-                              "but %d were started (mpirun -np %d or more)\n",
-                      dist.nsched, dist.nsched + 1, mmd_tp_size(), dist.nsched + 1);
-    return SYS_ERR_STATE;
-  }
+  int rc = dist_tree(talk);
+  if (rc != 0) return rc;
   dist.worker.lease_on = env_flag("MANYMALLOC_DIST_LEASE", true);
   char who[32];
-  int rank = mmd_tp_rank();
-  if (rank < dist.nsched) snprintf(who, sizeof who, "scheduler %d", rank);
-  else snprintf(who, sizeof who, "worker %d", rank - dist.nsched);
+  int role = dist.tree.role[mmd_tp_rank()];
+  if (role >= 0) snprintf(who, sizeof who, "scheduler %d", role);
+  else snprintf(who, sizeof who, "worker %d", -1 - role);
   mmd_errors_init(who, quiet);
   return 0;
 }
@@ -90,17 +91,20 @@ static int dist_options(void) {
 
 static int dist_serve(void) {
   mmd_sched_t s;
-  int rc = mmd_sched_init(&s, dist.space, dist.nsched, mmd_tp_size() - dist.nsched);
+  int rc = mmd_sched_init(&s, &dist.tree, dist.tree.role[mmd_tp_rank()], dist.space);
   if (rc == 0) rc = mmd_sched_serve(&s);
   mmd_sched_destroy(&s);
   return rc ? mmd_fail(rc, "sys_init", "%s", "serving") : 1;
 }
 
 static int dist_start_worker(void) {
+  const mmd_tree_t *t = &dist.tree;
   mmd_worker_t *w = &dist.worker;
-  w->id = mmd_tp_rank() - dist.nsched;
-  w->nworkers = mmd_tp_size() - dist.nsched;
-  w->sched_rank = 0;
+  w->id = -1 - t->role[mmd_tp_rank()];
+  w->nworkers = t->nworkers;
+  int leaf = 0;
+  while (w->id >= t->leaf_first[leaf] + t->leaf_workers[leaf]) leaf++;
+  w->sched_rank = t->sched_rank[t->level_first[t->nlevels - 1] + leaf];
   w->base = dist.base;
   w->size = dist.space;
   int rc = mmd_worker_init(w);
@@ -120,8 +124,9 @@ int sys_init(int *argc, char ***argv) {
                       "(lower MANYMALLOC_DIST_SPACE)\n", (unsigned long long)dist.space);
     return mmd_set_error(SYS_ERR_NOMEM);
   }
-  if (mmd_tp_open(dist.nsched) != 0) return mmd_set_error(SYS_ERR_MPI);
-  dist.is_sched = mmd_tp_rank() < dist.nsched;
+  int role = dist.tree.role[mmd_tp_rank()];
+  if (mmd_tp_open(role >= 0 ? -1 : -1 - role) != 0) return mmd_set_error(SYS_ERR_MPI);
+  dist.is_sched = role >= 0;
   return dist.is_sched ? dist_serve() : dist_start_worker();
 }
 
@@ -135,6 +140,7 @@ int sys_finalize(void) {
   }
   if (dist.base) mmd_space_unreserve(dist.base, dist.space);
   dist.base = 0;
+  mmd_tree_destroy(&dist.tree);
   dist.inited = false;
   int mpi = mmd_tp_finalize();
   return rc ? rc : mpi;
@@ -142,4 +148,4 @@ int sys_finalize(void) {
 
 MPI_Comm sys_worker_comm(void) { return mmd_self ? mmd_tp_user_comm() : MPI_COMM_NULL; }
 int sys_worker_id(void) { return mmd_self ? mmd_self->id : SYS_ERR_STATE; }
-int sys_num_workers(void) { return dist.inited ? mmd_tp_size() - dist.nsched : SYS_ERR_STATE; }
+int sys_num_workers(void) { return dist.inited ? dist.tree.nworkers : SYS_ERR_STATE; }

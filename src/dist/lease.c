@@ -129,6 +129,13 @@ int mmd_lease_add(mmd_leases_t *L, rid_t rid, uint64_t slot, const uint64_t *pai
   return 0;
 }
 
+int mmd_lease_mark_elsewhere(mmd_leases_t *L, rid_t rid, uint64_t slot) {
+  mmd_lclass_t *c = lease_class_get(L, rid, slot);
+  if (c == NULL) return SYS_ERR_NOMEM;
+  c->elsewhere = true;
+  return 0;
+}
+
 static void lease_drop(mmd_leases_t *L, mmd_lslab_t *s) {
   mmd_lclass_t *c = s->cls;
   if (s->in_avail) mmd_lease_unavail(s);

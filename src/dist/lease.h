@@ -33,6 +33,7 @@ typedef struct mmd_lclass {
   mmd_lslab_t *avail;
   mmd_lslab_t *all;
   int grant;                     /* slabs the next lease asks for */
+  bool elsewhere;                /* another scheduler's region: allocations go there */
   struct mmd_lclass *hash_next;
 } mmd_lclass_t;
 
@@ -90,6 +91,9 @@ int64_t mmd_lease_usable(const mmd_lslab_t *s, uint64_t off);
 
 /* Adds the slabs a LEASE reply granted ((offset, live) pairs). */
 int mmd_lease_add(mmd_leases_t *L, rid_t rid, uint64_t slot, const uint64_t *pairs, size_t n);
+/* Records that (rid, slot) is not leased here: its region is another
+ * scheduler's. 0 or SYS_ERR_NOMEM. */
+int mmd_lease_mark_elsewhere(mmd_leases_t *L, rid_t rid, uint64_t slot);
 /* Drops every slab of a region the scheduler revoked; discard(off) is
  * called for each so its pages go back. */
 void mmd_lease_revoke(mmd_leases_t *L, rid_t rid, void (*discard)(uint64_t off));

@@ -1,8 +1,10 @@
-/* msg.h: the messages between a worker and its scheduler. A request is a
- * header, the worker's lease reports, then the request's items; a reply is
- * a header, the region IDs whose leases the worker must drop, the remote
- * frees in slabs it leases, then the reply's items. The table of request
- * types and their handlers is in scheduler.c; docs/dist-design.md lists it. */
+/* msg.h: the messages between a worker and its scheduler, and between
+ * schedulers. A request is a header, the worker's lease reports, then the
+ * request's items; a reply is a header, the region IDs whose leases the
+ * worker must drop, the remote frees in slabs it leases, then the reply's
+ * items. Between schedulers a link header comes first, and there are no
+ * reports, revokes or remote frees. The table of request types and their
+ * handlers is in scheduler.c; docs/dist-design.md lists it. */
 #ifndef MMD_MSG_H
 #define MMD_MSG_H
 
@@ -12,7 +14,7 @@
 
 typedef enum mmd_msg_type {
   MMD_MSG_RALLOC,   /* arg: parent, level hint        -> status: rid */
-  MMD_MSG_RFREE,    /* arg: rid                       -> items: freed runs */
+  MMD_MSG_RFREE,    /* arg: rid; (from the parent's owner) 1, parent -> items: freed runs */
   MMD_MSG_ALLOC,    /* arg: size, rid                 -> val: offset */
   MMD_MSG_FREE,     /* arg: offset                    -> status */
   MMD_MSG_BALLOC,   /* arg: size, rid, count          -> items: offsets */
@@ -20,11 +22,29 @@ typedef enum mmd_msg_type {
   MMD_MSG_PACK,     /* arg: #rids, #offsets; items    -> items: runs, objects' rids; val */
   MMD_MSG_STATS,    /* arg: rid, with sub-regions     -> items: sys_region_stats_t */
   MMD_MSG_LEASE,    /* arg: rid, slot, slabs wanted   -> items: (offset, live bits) */
-  MMD_MSG_LIVE,     /* arg: #run items; runs, rids    -> items: live parts, rids left; val */
+  MMD_MSG_LIVE,     /* arg: #run items, #rids to confirm (-1: all); runs, rids, the
+                       worker's regions -> items: live parts, rids left; val */
   MMD_MSG_BARRIER,  /* the reply comes when every worker has asked */
-  MMD_MSG_DONE,     /* no reply: the worker has finished */
+  MMD_MSG_DONE,     /* workers: no reply; a child: the reply is the shutdown */
+  MMD_MSG_SCHED_STATS, /*                             -> items: sys_sched_stats_t */
+  /* between schedulers only */
+  MMD_MSG_CREATE,   /* arg: level, hint; items: parent's chain -> status: rid */
+  MMD_MSG_LINK,     /* arg: parent, rid: a child made a region under parent (no reply) */
+  MMD_MSG_UNLINK,   /* arg: parent, rid: it is gone (no reply) */
+  MMD_MSG_GRANT,    /* items: pages needed in one run, pages, IDs wanted, IDs needed
+                       -> items: page runs, ID runs; val: page run items */
+  MMD_MSG_RETURN,   /* arg: page run items; items: page runs, ID runs (no reply) */
+  MMD_MSG_LOAD,     /* arg: regions in the child's subtree (no reply) */
+  MMD_MSG_BYE,      /* the child has shut down (no reply) */
   MMD_MSG_COUNT
 } mmd_msg_type_t;
+
+/* Before every message between schedulers. */
+typedef struct mmd_link_hdr {
+  uint32_t is_reply;
+  int32_t leaf;       /* requests: the leaf scheduler the worker's request entered */
+  uint64_t ticket;    /* requests: the sender's, echoed by the reply (0: no reply) */
+} mmd_link_hdr_t;
 
 typedef struct mmd_req_hdr {
   uint32_t type;

@@ -8,57 +8,13 @@
 #include "region.h"
 #include "runs.h"
 
-#define MMD_RANGE_RID_BITS 32
-
-/* ---------------------------------------------------------------------------
- * Used Ranges: first slab key -> run length << 32 | rid
- * ------------------------------------------------------------------------- */
-
-static inline uint64_t used_value(uint64_t n, rid_t rid) {
-  return n << MMD_RANGE_RID_BITS | (uint64_t)rid;
-}
-
-/* The Used Ranges run holding key: true with its first key, length and rid. */
-static bool used_run_of(const mmd_regions_t *R, uint64_t key, uint64_t *first, uint64_t *n,
-                        rid_t *rid) {
-  uint64_t v;
-  if (!mmd_trie_floor(&R->used_ranges, key, first, &v)) return false;
-  *n = v >> MMD_RANGE_RID_BITS;
-  *rid = (rid_t)(v & ((1ull << MMD_RANGE_RID_BITS) - 1));
-  return key < *first + *n;
-}
-
-static int used_add(mmd_regions_t *R, uint64_t key, uint64_t n, rid_t rid) {
-  uint64_t first, len, next = mmd_trie_find(&R->used_ranges, key + n), next_len = 0;
-  rid_t owner;
-  if (next != 0 && (rid_t)(next & ((1ull << MMD_RANGE_RID_BITS) - 1)) == rid)
-    next_len = next >> MMD_RANGE_RID_BITS;  /* the run after is the region's too: merge it */
-  if (key > 0 && used_run_of(R, key - 1, &first, &len, &owner) && owner == rid) {
-    if (next_len) mmd_trie_remove(&R->used_ranges, key + n);
-    mmd_trie_insert(&R->used_ranges, first, used_value(len + n + next_len, rid)); /* exists: no node */
-    return 0;
-  }
-  if (mmd_trie_insert(&R->used_ranges, key, used_value(n + next_len, rid)) != 0) return SYS_ERR_NOMEM;
-  if (next_len) mmd_trie_remove(&R->used_ranges, key + n);
-  return 0;
-}
-
-/* Cuts [key, key + n) out of the Used Ranges, whatever runs it spans. */
-static void used_cut(mmd_regions_t *R, uint64_t key, uint64_t n) {
-  uint64_t end = key + n, first, len, v;
-  rid_t rid;
-  while (key < end) {
-    if (!used_run_of(R, key, &first, &len, &rid)) {
-      if (!mmd_trie_ceil(&R->used_ranges, key, &first, &v) || first >= end) return;
-      key = first;
-      continue;
-    }
-    uint64_t run_end = first + len;
-    if (end < run_end) mmd_trie_insert(&R->used_ranges, end, used_value(run_end - end, rid));
-    if (key > first) mmd_trie_insert(&R->used_ranges, first, used_value(key - first, rid));
-    else mmd_trie_remove(&R->used_ranges, first);
-    key = run_end;
-  }
+/* The Used Ranges hold first slab key -> run length << 32 | rid. */
+static inline bool used_run_of(const mmd_regions_t *R, uint64_t key, uint64_t *first, uint64_t *n,
+                               rid_t *rid) {
+  uint32_t tag;
+  bool in = mmd_truns_of(&R->used_ranges, key, first, n, &tag);
+  *rid = tag;
+  return in;
 }
 
 /* ---------------------------------------------------------------------------
@@ -66,7 +22,7 @@ static void used_cut(mmd_regions_t *R, uint64_t key, uint64_t n) {
  * ------------------------------------------------------------------------- */
 
 static void region_give_back(mmd_regions_t *R, uint64_t key, uint64_t n) {
-  used_cut(R, key, n);
+  mmd_truns_cut(&R->used_ranges, key, n);
   mmd_regions_release(R, key, n);
 }
 
@@ -86,7 +42,7 @@ static void region_trim_to(mmd_regions_t *R, mmd_region_t *g, uint64_t keep) {
 static bool region_take(mmd_regions_t *R, mmd_region_t *g, uint64_t n, uint64_t *key) {
   if (!mmd_runs_take_near(&R->free_ranges, n, g->near_key, key)) return false;
   R->free_slabs -= n;
-  if (used_add(R, *key, n, g->rid) != 0) {
+  if (mmd_truns_add(&R->used_ranges, *key, n, (uint32_t)g->rid) != 0) {
     mmd_regions_release(R, *key, n);
     return false;
   }
@@ -99,15 +55,15 @@ static bool region_take(mmd_regions_t *R, mmd_region_t *g, uint64_t n, uint64_t 
 }
 
 /* Memory pressure: every region, from where the last pass stopped, keeps
- * only low_water free slabs, until g can take a run of need slabs (enough
- * free slabs are not enough: a large object needs them in one run). */
-static bool regions_trim_take(mmd_regions_t *R, mmd_region_t *g, uint64_t need, uint64_t *key) {
+ * only low_water free slabs, until take(ctx) succeeds (enough free slabs
+ * are not enough: a large object needs them in one run). */
+static bool regions_trim_until(mmd_regions_t *R, bool (*take)(mmd_regions_t *, void *), void *ctx) {
   mmd_region_t *t = R->trim_cursor;
   for (uint64_t i = 0; i < R->nregions; i++) {
     uint64_t before = R->free_slabs;
     region_trim_to(R, t, R->low_water);
     t = t->trim_next;
-    if (R->free_slabs != before && R->free_slabs >= need && region_take(R, g, need, key)) {
+    if (R->free_slabs != before && take(R, ctx)) {
       R->trim_cursor = t;
       return true;
     }
@@ -116,12 +72,38 @@ static bool regions_trim_take(mmd_regions_t *R, mmd_region_t *g, uint64_t need, 
   return false;
 }
 
+typedef struct region_want {
+  mmd_region_t *g;
+  uint64_t n, align, key;
+} region_want_t;
+
+static bool region_take_want(mmd_regions_t *R, void *ctx) {
+  region_want_t *w = ctx;
+  return R->free_slabs >= w->n && region_take(R, w->g, w->n, &w->key);
+}
+
+static bool regions_take_want(mmd_regions_t *R, void *ctx) {
+  region_want_t *w = ctx;
+  if (R->free_slabs < w->n || !mmd_runs_take_aligned(&R->free_ranges, w->n, w->align, &w->key)) return false;
+  R->free_slabs -= w->n;
+  return true;
+}
+
+bool mmd_regions_take_aligned(mmd_regions_t *R, uint64_t n, uint64_t align, uint64_t *key) {
+  region_want_t w = {.n = n, .align = align};
+  bool ok = regions_take_want(R, &w) || regions_trim_until(R, regions_take_want, &w);
+  *key = w.key;
+  return ok;
+}
+
 /* Gives g at least need free slabs: 0 or SYS_ERR_NOMEM. */
 static int region_refill(mmd_regions_t *R, mmd_region_t *g, uint64_t need) {
   uint64_t key, batch = need > R->refill_slabs ? need : R->refill_slabs;
   if (region_take(R, g, batch, &key)) return 0;
   if (batch > need && region_take(R, g, need, &key)) return 0;
-  return regions_trim_take(R, g, need, &key) ? 0 : SYS_ERR_NOMEM;
+  if (regions_trim_until(R, region_take_want, &(region_want_t){.g = g, .n = need})) return 0;
+  R->short_slabs = need;
+  return SYS_ERR_NOMEM;
 }
 
 /* ---------------------------------------------------------------------------
@@ -155,11 +137,10 @@ static mmd_region_t *region_new(mmd_regions_t *R, rid_t rid, mmd_region_t *paren
   return g;
 }
 
-int mmd_regions_init(mmd_regions_t *R, uint64_t space_bytes, rid_t max_rid) {
+int mmd_regions_init(mmd_regions_t *R, uint64_t space_bytes, rid_t max_rid, bool own_all) {
   *R = (mmd_regions_t){.refill_slabs = 16, .high_water = 32, .low_water = 0};
   /* The Used Ranges pack a run's length and its region's ID in 32 bits each. */
-  if (max_rid < 0 || (uint64_t)max_rid >> MMD_RANGE_RID_BITS != 0 ||
-      (space_bytes >> MMD_SLAB_SHIFT) >> MMD_RANGE_RID_BITS != 0)
+  if (max_rid < 0 || (uint64_t)max_rid >> 32 != 0 || (space_bytes >> MMD_SLAB_SHIFT) >> 32 != 0)
     return SYS_ERR_ARG;
   R->space_slabs = space_bytes >> MMD_SLAB_SHIFT;
   R->key_bits = mmd_trie_bits_for(R->space_slabs);
@@ -168,12 +149,30 @@ int mmd_regions_init(mmd_regions_t *R, uint64_t space_bytes, rid_t max_rid) {
   mmd_trie_init(&R->used_ranges, &R->meta, R->key_bits);
   mmd_trie_init(&R->free_ids, &R->meta, mmd_trie_bits_for((uint64_t)max_rid));
   mmd_trie_init(&R->used_ids, &R->meta, mmd_trie_bits_for((uint64_t)max_rid));
-  if (R->space_slabs == 0 || mmd_runs_add(&R->free_ranges, 0, R->space_slabs) != 0 ||
-      (max_rid > 0 && mmd_runs_add(&R->free_ids, 1, (uint64_t)max_rid) != 0))
+  if (R->space_slabs == 0) return SYS_ERR_ARG;
+  R->root = region_new(R, 0, NULL, 0);
+  if (R->root == NULL) return SYS_ERR_NOMEM;
+  if (!own_all) {   /* an anchor for regions whose parents live elsewhere; not a region here */
+    mmd_trie_remove(&R->used_ids, 0);
+    return 0;
+  }
+  if (mmd_runs_add(&R->free_ranges, 0, R->space_slabs) != 0 ||
+      (max_rid > 0 && mmd_regions_add_ids(R, 1, (uint64_t)max_rid) != 0))
     return SYS_ERR_NOMEM;
   R->free_slabs = R->space_slabs;
-  R->root = region_new(R, 0, NULL, 0);
-  return R->root ? 0 : SYS_ERR_NOMEM;
+  return 0;
+}
+
+int mmd_regions_add_ids(mmd_regions_t *R, uint64_t first, uint64_t n) {
+  if (mmd_runs_add(&R->free_ids, first, n) != 0) return SYS_ERR_NOMEM;
+  R->free_id_count += n;
+  return 0;
+}
+
+bool mmd_regions_take_ids(mmd_regions_t *R, uint64_t max, uint64_t *first, uint64_t *n) {
+  if (!mmd_runs_take_highest(&R->free_ids, max, first, n)) return false;
+  R->free_id_count -= *n;
+  return true;
 }
 
 mmd_region_t *mmd_region_get(const mmd_regions_t *R, rid_t rid) {
@@ -188,18 +187,59 @@ mmd_region_t *mmd_region_of(const mmd_regions_t *R, uint64_t off) {
   return mmd_region_get(R, rid);
 }
 
-rid_t mmd_region_create(mmd_regions_t *R, rid_t parent, int level_hint) {
-  mmd_region_t *p = mmd_region_get(R, parent);
-  if (p == NULL) return SYS_ERR_NOREGION;
+static rid_t region_create_under(mmd_regions_t *R, mmd_region_t *p, int level_hint, mmd_region_t **out) {
   uint64_t rid;
   if (!mmd_runs_take_near(&R->free_ids, 1, R->next_rid, &rid)) return SYS_ERR_NOIDS;
+  R->free_id_count--;
   R->next_rid = rid + 1;
   mmd_region_t *g = region_new(R, (rid_t)rid, p, level_hint);
   if (g == NULL) {
-    mmd_runs_add(&R->free_ids, rid, 1);
+    mmd_regions_add_ids(R, rid, 1);
     return SYS_ERR_NOMEM;
   }
+  *out = g;
   return g->rid;
+}
+
+rid_t mmd_region_create(mmd_regions_t *R, rid_t parent, int level_hint) {
+  mmd_region_t *p = mmd_region_get(R, parent), *g;
+  return p ? region_create_under(R, p, level_hint, &g) : SYS_ERR_NOREGION;
+}
+
+rid_t mmd_region_create_remote(mmd_regions_t *R, const rid_t *chain, size_t n, int level_hint) {
+  rid_t *copy = n ? malloc(n * sizeof *copy) : NULL;
+  if (n && copy == NULL) return SYS_ERR_NOMEM;
+  mmd_region_t *g;
+  rid_t rid = region_create_under(R, R->root, level_hint, &g);
+  if (rid < 0) {
+    free(copy);
+    return rid;
+  }
+  for (size_t i = 0; i < n; i++) copy[i] = chain[i];
+  g->ancestors = copy;
+  g->nancestors = (uint32_t)n;
+  return rid;
+}
+
+int mmd_region_add_kid(mmd_region_t *g, rid_t rid, int32_t child) {
+  if (g->nkids == g->kids_cap) {
+    uint32_t cap = g->kids_cap ? 2 * g->kids_cap : 4;
+    mmd_kid_t *k = realloc(g->kids, cap * sizeof *k);
+    if (k == NULL) return SYS_ERR_NOMEM;
+    g->kids = k;
+    g->kids_cap = cap;
+  }
+  g->kids[g->nkids++] = (mmd_kid_t){rid, child};
+  return 0;
+}
+
+bool mmd_region_drop_kid(mmd_region_t *g, rid_t rid) {
+  for (uint32_t i = 0; i < g->nkids; i++)
+    if (g->kids[i].rid == rid) {
+      g->kids[i] = g->kids[--g->nkids];
+      return true;
+    }
+  return false;
 }
 
 /* ---------------------------------------------------------------------------
@@ -214,7 +254,7 @@ typedef struct region_giving {
 static void region_give_run(void *ctx, uint64_t key, uint64_t n, int32_t lease) {
   region_giving_t *gv = ctx;
   if (lease != MMD_NO_WORKER && gv->R->zombie) {
-    used_cut(gv->R, key, n);
+    mmd_truns_cut(&gv->R->used_ranges, key, n);
     gv->R->zombie(gv->R->zombie_ctx, gv->rid, key, n, lease);
     return;
   }
@@ -236,8 +276,10 @@ static void region_dispose(mmd_regions_t *R, mmd_region_t *g) {
   region_giving_t gv = {R, g->rid};
   mmd_pool_destroy(&g->pool, region_give_run, &gv);
   mmd_trie_remove(&R->used_ids, (uint64_t)g->rid);
-  mmd_runs_add(&R->free_ids, (uint64_t)g->rid, 1);
+  mmd_regions_add_ids(R, (uint64_t)g->rid, 1);
   region_unlink(R, g);
+  free(g->ancestors);
+  free(g->kids);
   free(g);
 }
 
@@ -270,6 +312,7 @@ void mmd_regions_destroy(mmd_regions_t *R) {
   while (R->root->first_child) region_dispose_tree(R, R->root->first_child);
   region_giving_t gv = {R, 0};
   mmd_pool_destroy(&R->root->pool, region_give_run, &gv);
+  free(R->root->kids);
   free(R->root);
   mmd_meta_destroy(&R->meta);
   *R = (mmd_regions_t){0};

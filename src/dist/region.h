@@ -22,7 +22,17 @@ typedef struct mmd_region {
   struct mmd_region *trim_prev;
   uint64_t near_key;                /* where its last fresh run ended: refills start there */
   mmd_pool_t pool;
+  rid_t *ancestors;                 /* a parent on another scheduler: it and its ancestors */
+  uint32_t nancestors;              /* (the root aside), nearest first; else 0 */
+  uint32_t nkids, kids_cap;
+  struct mmd_kid *kids;             /* sub-regions that other schedulers own */
 } mmd_region_t;
+
+/* A sub-region owned by the scheduler below: the child it went to. */
+typedef struct mmd_kid {
+  rid_t rid;
+  int32_t child;
+} mmd_kid_t;
 
 /* Receives each leased slab run of a destroyed region: the worker holding
  * the lease may still hand out its slots until it hears of the destruction,
@@ -43,6 +53,8 @@ typedef struct mmd_regions {
   uint64_t high_water;      /* free slabs a region keeps when it frees */
   uint64_t low_water;       /* free slabs a region keeps under memory pressure */
   uint64_t nregions;
+  uint64_t free_id_count;   /* IDs in free_ids */
+  uint64_t short_slabs;     /* the run the last failed refill needed */
   uint64_t next_rid;         /* IDs are handed out upward from here, wrapping: a freed
                              * ID comes back only after all others, so a stale one
                              * fails instead of reaching a new region */
@@ -52,9 +64,11 @@ typedef struct mmd_regions {
   void *zombie_ctx;
 } mmd_regions_t;
 
-/* A scheduler holding space_bytes of global space (from offset 0) and the
- * region IDs [1, max_rid]; region 0, the root, exists. 0 or SYS_ERR_NOMEM. */
-int mmd_regions_init(mmd_regions_t *R, uint64_t space_bytes, rid_t max_rid);
+/* Regions in a space of space_bytes with IDs up to max_rid. With own_all,
+ * the scheduler holds the whole space and every ID, and region 0, the root,
+ * is its own; otherwise it starts with nothing (memory and IDs come from
+ * its parent: mmd_regions_release, mmd_regions_add_ids). 0 or a code. */
+int mmd_regions_init(mmd_regions_t *R, uint64_t space_bytes, rid_t max_rid, bool own_all);
 void mmd_regions_destroy(mmd_regions_t *R);
 
 mmd_region_t *mmd_region_get(const mmd_regions_t *R, rid_t rid);
@@ -63,6 +77,12 @@ mmd_region_t *mmd_region_of(const mmd_regions_t *R, uint64_t off);
 
 /* A new region under parent: its ID, or SYS_ERR_NOREGION / NOIDS / NOMEM. */
 rid_t mmd_region_create(mmd_regions_t *R, rid_t parent, int level_hint);
+/* A new region whose parent lives on another scheduler: chain holds the
+ * parent and its ancestors (the root aside), nearest first. */
+rid_t mmd_region_create_remote(mmd_regions_t *R, const rid_t *chain, size_t n, int level_hint);
+/* The sub-regions of g owned below this scheduler. 0 or SYS_ERR_NOMEM. */
+int mmd_region_add_kid(mmd_region_t *g, rid_t rid, int32_t child);
+bool mmd_region_drop_kid(mmd_region_t *g, rid_t rid);
 /* Destroys the region and its sub-regions, giving their memory back:
  * 0, SYS_ERR_NOREGION, SYS_ERR_ROOT. */
 int mmd_region_destroy(mmd_regions_t *R, rid_t rid);
@@ -82,6 +102,15 @@ int mmd_region_unlease(mmd_regions_t *R, mmd_region_t *g, mmd_cell_t cell, uint6
 /* Returns the run [key, key + n) to the Free Ranges (a zombie run whose
  * lease has been dropped). */
 void mmd_regions_release(mmd_regions_t *R, uint64_t key, uint64_t n);
+
+/* ---- trading with the parent scheduler ---- */
+/* Takes a run of n slabs aligned to align slabs, trimming regions to their
+ * low watermark if the Free Ranges have none. */
+bool mmd_regions_take_aligned(mmd_regions_t *R, uint64_t n, uint64_t align, uint64_t *key);
+/* IDs [first, first + n) join the Free Region IDs. 0 or SYS_ERR_NOMEM. */
+int mmd_regions_add_ids(mmd_regions_t *R, uint64_t first, uint64_t n);
+/* Takes up to max free IDs in one run: true with the run. */
+bool mmd_regions_take_ids(mmd_regions_t *R, uint64_t max, uint64_t *first, uint64_t *n);
 
 /* The region after g in a pre-order walk of top's subtree, or NULL. */
 const mmd_region_t *mmd_region_walk_next(const mmd_region_t *g, const mmd_region_t *top);

@@ -92,7 +92,7 @@ int mmd_resident_check(mmd_worker_t *w) {
   resident_normalize(r);
   mmd_buf_t items = {0};
   int64_t rc = resident_request(r, &items);
-  if (rc == 0) rc = mmd_call(w, MMD_MSG_LIVE, (int64_t)r->ranges.n * 2, 0, 0, items.p, items.len / 8);
+  if (rc == 0) rc = mmd_call(w, MMD_MSG_LIVE, (int64_t)r->ranges.n * 2, -1, 0, items.p, items.len / 8);
   mmd_buf_free(&items);
   if (rc != 0) return (int)rc;
   const mmd_range_t *live = (const mmd_range_t *)w->reply.items;

@@ -18,5 +18,19 @@ bool mmd_runs_take_top_fit(mmd_trie_t *t, uint64_t n, uint64_t *key);
 bool mmd_runs_take_near(mmd_trie_t *t, uint64_t n, uint64_t near, uint64_t *key);
 /* Takes up to max from the top of the highest run. */
 bool mmd_runs_take_highest(mmd_trie_t *t, uint64_t max, uint64_t *key, uint64_t *n);
+/* Takes the lowest [key, key + n) with key a multiple of align. */
+bool mmd_runs_take_aligned(mmd_trie_t *t, uint64_t n, uint64_t align, uint64_t *key);
+/* Removes [key, key + n), whatever runs it spans. 0 or SYS_ERR_NOMEM. */
+int mmd_runs_cut(mmd_trie_t *t, uint64_t key, uint64_t n);
+/* The run holding key: true with its first key and length. */
+bool mmd_runs_of(const mmd_trie_t *t, uint64_t key, uint64_t *first, uint64_t *n);
+
+/* Tagged runs: key -> length << 32 | tag, where a run [key, key + length)
+ * carries a 32-bit tag (a region ID, a child scheduler) and neighbours with
+ * one tag merge. The Used Ranges and what a scheduler lent its children are
+ * such tries. */
+bool mmd_truns_of(const mmd_trie_t *t, uint64_t key, uint64_t *first, uint64_t *n, uint32_t *tag);
+int mmd_truns_add(mmd_trie_t *t, uint64_t key, uint64_t n, uint32_t tag);
+void mmd_truns_cut(mmd_trie_t *t, uint64_t key, uint64_t n);
 
 #endif

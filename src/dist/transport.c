@@ -3,10 +3,18 @@
  * one MPI_Send/MPI_Recv of an hindexed datatype over MPI_BOTTOM, the same
  * on both sides because the addresses are the same: no staging buffer. */
 #include <stdlib.h>
+#include <string.h>
 #include "transport.h"
 #include "manymalloc/myrmics.h"
 
-enum { TAG_REQUEST = 1, TAG_REPLY, TAG_HEADER, TAG_DATA };
+enum { TAG_REQUEST = 1, TAG_REPLY, TAG_HEADER, TAG_DATA, TAG_LINK };
+
+/* Messages to other schedulers still in flight, with their buffers. */
+typedef struct tp_outbox {
+  MPI_Request *req;
+  unsigned char **data;
+  int n, cap;
+} tp_outbox_t;
 
 static struct {
   bool started;      /* MPI_Init was ours, so MPI_Finalize is too */
@@ -14,6 +22,7 @@ static struct {
   MPI_Comm sched;    /* requests and replies, every rank */
   MPI_Comm peers;    /* transfers, workers only */
   MPI_Comm user;     /* sys_worker_comm(), workers only */
+  tp_outbox_t out;
 } tp = {.sched = MPI_COMM_NULL, .peers = MPI_COMM_NULL, .user = MPI_COMM_NULL};
 
 #define TP_CHECK(call) do { if ((call) != MPI_SUCCESS) return SYS_ERR_MPI; } while (0)
@@ -49,11 +58,22 @@ bool mmd_tp_all_ok(bool ok) {
   return all != 0;
 }
 
-int mmd_tp_open(int first_worker) {
+int mmd_tp_hosts(int *host_of) {
+  MPI_Comm local;
+  int lowest = tp.rank;
+  TP_CHECK(MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, tp.rank, MPI_INFO_NULL, &local));
+  int rc = MPI_Allreduce(&tp.rank, &lowest, 1, MPI_INT, MPI_MIN, local);
+  MPI_Comm_free(&local);
+  TP_CHECK(rc);
+  TP_CHECK(MPI_Allgather(&lowest, 1, MPI_INT, host_of, 1, MPI_INT, MPI_COMM_WORLD));
+  return 0;
+}
+
+int mmd_tp_open(int worker_id) {
   TP_CHECK(MPI_Comm_dup(MPI_COMM_WORLD, &tp.sched));
   MPI_Comm_set_errhandler(tp.sched, MPI_ERRORS_RETURN);   /* errors are codes, not aborts */
-  int color = tp.rank >= first_worker ? 0 : MPI_UNDEFINED;
-  TP_CHECK(MPI_Comm_split(MPI_COMM_WORLD, color, tp.rank, &tp.peers));
+  int color = worker_id >= 0 ? 0 : MPI_UNDEFINED;
+  TP_CHECK(MPI_Comm_split(MPI_COMM_WORLD, color, worker_id, &tp.peers));
   if (tp.peers != MPI_COMM_NULL) {
     MPI_Comm_set_errhandler(tp.peers, MPI_ERRORS_RETURN);
     TP_CHECK(MPI_Comm_dup(tp.peers, &tp.user));
@@ -90,13 +110,65 @@ int mmd_tp_call(int sched_rank, const mmd_buf_t *req, mmd_buf_t *rep) {
   return rc ? rc : tp_recv_into(tp.sched, sched_rank, TAG_REPLY, rep, NULL);
 }
 
-int mmd_tp_next_request(mmd_buf_t *req, int *src_rank) {
-  return tp_recv_into(tp.sched, MPI_ANY_SOURCE, TAG_REQUEST, req, src_rank);
+int mmd_tp_next_message(mmd_buf_t *b, int *src_rank, bool *from_sched) {
+  MPI_Status st;
+  TP_CHECK(MPI_Probe(MPI_ANY_SOURCE, MPI_ANY_TAG, tp.sched, &st));
+  *from_sched = st.MPI_TAG == TAG_LINK;
+  return tp_recv_into(tp.sched, st.MPI_SOURCE, st.MPI_TAG, b, src_rank);
 }
 
 int mmd_tp_reply(int dst_rank, const mmd_buf_t *rep) {
   TP_CHECK(MPI_Send(rep->p, (int)rep->len, MPI_BYTE, dst_rank, TAG_REPLY, tp.sched));
   return 0;
+}
+
+/* Frees the buffers of the messages that have left. */
+static int tp_outbox_reap(tp_outbox_t *o, bool wait) {
+  int rc = wait ? MPI_Waitall(o->n, o->req, MPI_STATUSES_IGNORE) : MPI_SUCCESS;
+  int kept = 0;
+  for (int i = 0; i < o->n; i++) {
+    int done = wait;
+    if (!wait && MPI_Test(&o->req[i], &done, MPI_STATUS_IGNORE) != MPI_SUCCESS) rc = MPI_ERR_OTHER;
+    if (done) {
+      free(o->data[i]);
+      continue;
+    }
+    o->req[kept] = o->req[i];
+    o->data[kept++] = o->data[i];
+  }
+  o->n = kept;
+  return rc == MPI_SUCCESS ? 0 : SYS_ERR_MPI;
+}
+
+int mmd_tp_link_send(int dst_rank, const mmd_buf_t *b) {
+  tp_outbox_t *o = &tp.out;
+  if (o->n >= 64) tp_outbox_reap(o, false);
+  if (o->n == o->cap) {
+    int cap = o->cap ? 2 * o->cap : 64;
+    MPI_Request *req = realloc(o->req, (size_t)cap * sizeof *req);
+    if (req) o->req = req;
+    unsigned char **data = req ? realloc(o->data, (size_t)cap * sizeof *data) : NULL;
+    if (data == NULL) return SYS_ERR_NOMEM;
+    o->data = data;
+    o->cap = cap;
+  }
+  unsigned char *copy = malloc(b->len ? b->len : 1);
+  if (copy == NULL) return SYS_ERR_NOMEM;
+  memcpy(copy, b->p, b->len);
+  if (MPI_Isend(copy, (int)b->len, MPI_BYTE, dst_rank, TAG_LINK, tp.sched, &o->req[o->n]) != MPI_SUCCESS) {
+    free(copy);
+    return SYS_ERR_MPI;
+  }
+  o->data[o->n++] = copy;
+  return 0;
+}
+
+int mmd_tp_link_drain(void) {
+  int rc = tp_outbox_reap(&tp.out, true);
+  free(tp.out.req);
+  free(tp.out.data);
+  tp.out = (tp_outbox_t){0};
+  return rc;
 }
 
 /* ---------------------------------------------------------------------------

@@ -3,6 +3,7 @@
  * regions whose leases to drop and the remote frees in leased slabs, which
  * are applied here before the caller sees the reply. */
 #include <stdlib.h>
+#include <time.h>
 #include "worker.h"
 #include "errors.h"
 #include "slab.h"
@@ -59,8 +60,13 @@ int64_t mmd_call(mmd_worker_t *w, mmd_msg_type_t type, int64_t a0, int64_t a1, i
   if (w->resident.check_due) mmd_resident_check(w);
   int rc = worker_build(w, type, arg, items, nitems);
   if (rc != 0) return rc;
-  if (mmd_tp_call(w->sched_rank, &w->req, &w->rep) != 0 || mmd_rep_view(&w->rep, &w->reply) != 0)
-    return SYS_ERR_MPI;
+  struct timespec t0, t1;
+  clock_gettime(CLOCK_MONOTONIC, &t0);
+  rc = mmd_tp_call(w->sched_rank, &w->req, &w->rep);
+  clock_gettime(CLOCK_MONOTONIC, &t1);
+  w->calls++;
+  w->wait_ns += (t1.tv_sec - t0.tv_sec) * 1000000000ll + (t1.tv_nsec - t0.tv_nsec);
+  if (rc != 0 || mmd_rep_view(&w->rep, &w->reply) != 0) return SYS_ERR_MPI;
   worker_apply_reply(w);
   return w->reply.hdr->status;
 }

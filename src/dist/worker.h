@@ -29,6 +29,8 @@ typedef struct mmd_worker {
   mmd_resident_t resident;
   mmd_buf_t req, rep;
   mmd_rep_view_t reply;   /* the last reply's parts */
+  int64_t calls;          /* round trips to the scheduler */
+  int64_t wait_ns;        /* time spent in them */
 } mmd_worker_t;
 
 extern mmd_worker_t *mmd_self;  /* NULL on a scheduler, before sys_init and after sys_finalize */

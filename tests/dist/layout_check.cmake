@@ -29,7 +29,7 @@ endforeach()
 
 # One rank is a scheduler with no worker: refused, saying how many to start.
 set(NP 1)
-layout_run(FALSE "need 2 MPI ranks, but 1 were started")
+layout_run(FALSE "need at least 2 MPI ranks, but 1 were started")
 
 # Bad options are refused by name.
 set(NP 2)

@@ -134,7 +134,7 @@ struct Regions {
   mmd_regions_t R;
   uint64_t meta_live_at_init;
   explicit Regions(uint64_t space, rid_t max_rid = 1000) {
-    EXPECT_EQ(mmd_regions_init(&R, space, max_rid), 0);
+    EXPECT_EQ(mmd_regions_init(&R, space, max_rid, true), 0);
     meta_live_at_init = R.meta.live;
   }
   ~Regions() { mmd_regions_destroy(&R); }
@@ -972,7 +972,7 @@ TEST(Region, DestroyMillionObjects) {
 TEST(Region, IdsPast32Bits) {
   mmd_regions_t R;
   const rid_t max_rid = (1ll << 33);
-  int rc = mmd_regions_init(&R, 4 * MiB, max_rid);
+  int rc = mmd_regions_init(&R, 4 * MiB, max_rid, true);
   if (rc != 0) {
     SUCCEED() << "refused at init";
     return;
