@@ -39,8 +39,10 @@ void mmd_on_balloc(mmd_sched_t *s, const mmd_event_t *ev) {
   int rc = 0;
   uint64_t i = 0;
   for (; i < n && rc == 0; i++) rc = mmd_region_alloc(&s->R, g, (uint64_t)a[0], &offs[i]);
-  if (rc != 0)
+  if (rc != 0) {
+    s->short_total = (n - i + 1) * mmd_slabs_for(mmd_slot_of((uint64_t)a[0]));  /* what a grant should bring */
     while (--i > 0) sched_free(s, offs[i - 1]);  /* all or nothing */
+  }
   mmd_answer(s, ev, rc, 0, offs, rc == 0 ? n : 0);
   free(offs);
 }

@@ -207,7 +207,8 @@ static int rid_cmp(const void *a, const void *b) {
 static void live_done(mmd_sched_t *s, mmd_job_t *job) {
   mmd_buf_t out = {0};
   size_t nrids = job->out.len / 8;
-  if (nrids) qsort(job->out.p, nrids, 8, rid_cmp);
+  if (nrids) qsort(job->out.p, nrids, 8, rid_cmp);   /* the worker merges both with its sorted lists */
+  mmd_ranges_normalize(&job->runs);
   int rc = job->status ? (int)job->status
                        : mmd_buf_put(&out, job->runs.r, job->runs.n * 16) | mmd_buf_put(&out, job->out.p, job->out.len);
   if (rc != 0) out.len = 0;

@@ -65,6 +65,7 @@ typedef struct mmd_parked {
   mmd_buf_t req;
   bool asked;            /* a grant for its need was asked after it parked */
   uint64_t need_slabs;   /* the run it needs */
+  uint64_t need_total;   /* the slabs it needs in all (a batch) */
   bool need_ids;
   struct mmd_parked *next;
 } mmd_parked_t;
@@ -94,6 +95,7 @@ struct mmd_sched {
   mmd_trie_t lent_ids;       /* first ID -> count << 32 | child position */
   uint64_t high_slabs, low_slabs, high_ids, low_ids;
   bool grant_pending;
+  uint64_t short_total;      /* slabs the failing batch needs in all (see trade.c) */
   mmd_parked_t *parked, *parked_tail;
   uint64_t *child_load;      /* [nchildren] regions in each child's subtree, as reported */
   uint64_t load_reported;

@@ -88,16 +88,18 @@ static void on_grant_reply(mmd_sched_t *s, mmd_job_t *job, const mmd_rep_view_t 
 /* Asks for what the parked requests need, and enough to reach the high
  * watermarks. */
 static void trade_ask(mmd_sched_t *s) {
-  uint64_t need_slabs = 0;
+  uint64_t need_slabs = 0, total = 0;
   bool need_ids = false;
   for (mmd_parked_t *p = s->parked; p; p = p->next) {
     need_slabs = need_slabs > p->need_slabs ? need_slabs : p->need_slabs;
+    total += p->need_total;
     need_ids |= p->need_ids;
   }
-  uint64_t need_pages = (need_slabs + PAGE_SLABS - 1) / PAGE_SLABS;
+  uint64_t need_pages = (need_slabs + PAGE_SLABS - 1) / PAGE_SLABS, total_pages = (total + PAGE_SLABS - 1) / PAGE_SLABS;
   uint64_t top_up = s->high_slabs > s->R.free_slabs ? (s->high_slabs - s->R.free_slabs) / PAGE_SLABS : 0;
   uint64_t ids = s->high_ids > s->R.free_id_count ? s->high_ids - s->R.free_id_count : 0;
-  uint64_t items[4] = {need_pages, need_pages + top_up, ids ? ids : need_ids, need_ids};
+  uint64_t items[4] = {need_pages, (need_pages > total_pages ? need_pages : total_pages) + top_up,
+                       ids ? ids : need_ids, need_ids};
   mmd_job_t *job = mmd_job_new(&(mmd_event_t){0}, NULL);
   if (mmd_send_request(s, MMD_TO_PARENT, job, on_grant_reply, 0, -1, MMD_MSG_GRANT, (int64_t[3]){0}, items, 4) != 0) {
     if (job) mmd_job_free(job);
@@ -120,8 +122,10 @@ bool mmd_trade_park(mmd_sched_t *s, const mmd_event_t *ev, int64_t status) {
   }
   p->ev = *ev;
   p->need_slabs = status == SYS_ERR_NOMEM ? s->R.short_slabs : 0;
+  p->need_total = status == SYS_ERR_NOMEM && s->short_total > p->need_slabs ? s->short_total : p->need_slabs;
   p->need_ids = status == SYS_ERR_NOIDS;
   s->R.short_slabs = 0;
+  s->short_total = 0;
   if (s->parked_tail) s->parked_tail->next = p;
   else s->parked = p;
   s->parked_tail = p;
