@@ -176,7 +176,7 @@ static void sched_defer(mmd_sched_t *s, const mmd_event_t *ev) {
 }
 
 static void on_barrier(mmd_sched_t *s, const mmd_event_t *ev) {
-  if (s->at_barrier[ev->from] || s->done[ev->from]) return mmd_answer_status(s, ev, SYS_ERR_STATE);
+  if (ev->from < 0 || s->at_barrier[ev->from] || s->done[ev->from]) return mmd_answer_status(s, ev, SYS_ERR_STATE);
   sched_defer(s, ev);
   s->at_barrier[ev->from] = true;
   s->nbarrier++;
@@ -212,7 +212,7 @@ static void sched_check_done(mmd_sched_t *s) {
 }
 
 static void on_done(mmd_sched_t *s, const mmd_event_t *ev) {
-  if (s->done[ev->from]) return;
+  if (ev->from < 0 || s->done[ev->from]) return;
   if (mmd_from_worker(s, ev)) owed_settle(s, &s->owed[ev->from], ev->from, &(mmd_buf_t){0});  /* every lease is back */
   sched_defer(s, ev);
   s->done[ev->from] = true;
