@@ -35,6 +35,7 @@ typedef enum mmd_msg_type {
                        -> items: page runs, ID runs; val: page run items */
   MMD_MSG_RETURN,   /* arg: page run items; items: page runs, ID runs (no reply) */
   MMD_MSG_LOAD,     /* arg: regions in the child's subtree (no reply) */
+  MMD_MSG_RECLAIM,  /* the top ran dry: every free page and ID  -> items: page runs, ID runs; val */
   MMD_MSG_BYE,      /* the child has shut down (no reply) */
   MMD_MSG_COUNT
 } mmd_msg_type_t;

@@ -89,6 +89,11 @@ static bool regions_take_want(mmd_regions_t *R, void *ctx) {
   return true;
 }
 
+void mmd_regions_trim_all(mmd_regions_t *R) {
+  mmd_region_t *g = R->trim_cursor;
+  for (uint64_t i = 0; g && i < R->nregions; i++, g = g->trim_next) region_trim_to(R, g, R->low_water);
+}
+
 bool mmd_regions_take_aligned(mmd_regions_t *R, uint64_t n, uint64_t align, uint64_t *key) {
   region_want_t w = {.n = n, .align = align};
   bool ok = regions_take_want(R, &w) || regions_trim_until(R, regions_take_want, &w);

@@ -107,6 +107,8 @@ void mmd_regions_release(mmd_regions_t *R, uint64_t key, uint64_t n);
 /* Takes a run of n slabs aligned to align slabs, trimming regions to their
  * low watermark if the Free Ranges have none. */
 bool mmd_regions_take_aligned(mmd_regions_t *R, uint64_t n, uint64_t align, uint64_t *key);
+/* Every region keeps only low_water free slabs; the rest join the Free Ranges. */
+void mmd_regions_trim_all(mmd_regions_t *R);
 /* IDs [first, first + n) join the Free Region IDs. 0 or SYS_ERR_NOMEM. */
 int mmd_regions_add_ids(mmd_regions_t *R, uint64_t first, uint64_t n);
 /* Takes up to max free IDs in one run: true with the run. */

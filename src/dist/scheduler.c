@@ -242,7 +242,8 @@ static mmd_handler_fn *const handlers[MMD_MSG_COUNT] = {
     /* between schedulers only */
     [MMD_MSG_CREATE] = mmd_on_create,   [MMD_MSG_LINK] = mmd_on_link,
     [MMD_MSG_UNLINK] = mmd_on_unlink,   [MMD_MSG_GRANT] = mmd_on_grant,
-    [MMD_MSG_RETURN] = mmd_on_return,   [MMD_MSG_LOAD] = mmd_on_load,
+    [MMD_MSG_RETURN] = mmd_on_return,   [MMD_MSG_RECLAIM] = mmd_on_reclaim,
+    [MMD_MSG_LOAD] = mmd_on_load,
     [MMD_MSG_BYE] = on_bye,
 };
 

@@ -95,6 +95,7 @@ struct mmd_sched {
   mmd_trie_t lent_ids;       /* first ID -> count << 32 | child position */
   uint64_t high_slabs, low_slabs, high_ids, low_ids;
   bool grant_pending;
+  bool reclaim_pending;      /* the top asked its subtree for all its free memory */
   uint64_t short_total;      /* slabs the failing batch needs in all (see trade.c) */
   mmd_parked_t *parked, *parked_tail;
   uint64_t *child_load;      /* [nchildren] regions in each child's subtree, as reported */
@@ -170,7 +171,8 @@ void mmd_trade_init(mmd_sched_t *s, uint64_t space_bytes);
 /* After every event: asks for a refill under the low watermarks, gives
  * back what is above the high ones. */
 void mmd_trade_check(mmd_sched_t *s);
-/* Parks ev until the parent's grant: true, or false when it cannot. */
+/* Parks ev until the parent's grant (at the top: until the subtree has
+ * given back its free memory): true, or false when it cannot. */
 bool mmd_trade_park(mmd_sched_t *s, const mmd_event_t *ev, int64_t status);
 
 /* ---- handlers (the table in scheduler.c) ---- */
@@ -179,7 +181,7 @@ typedef void mmd_handler_fn(mmd_sched_t *s, const mmd_event_t *ev);
 mmd_handler_fn mmd_on_ralloc, mmd_on_rfree, mmd_on_stats, mmd_on_create, mmd_on_link, mmd_on_unlink;
 mmd_handler_fn mmd_on_alloc, mmd_on_free, mmd_on_balloc, mmd_on_usable, mmd_on_lease;
 mmd_handler_fn mmd_on_pack, mmd_on_live, mmd_on_sched_stats;
-mmd_handler_fn mmd_on_grant, mmd_on_return, mmd_on_load;
+mmd_handler_fn mmd_on_grant, mmd_on_return, mmd_on_reclaim, mmd_on_load;
 /* Lease reports of a worker's request, applied before its handler. */
 void mmd_apply_report(mmd_sched_t *s, int worker, const mmd_report_t *r);
 

@@ -5,7 +5,10 @@
  * high one (one GRANT, its reply carrying the extra), above 1.5x the high
  * one it returns the surplus (one RETURN). Memory moves in whole 1 MiB
  * pages. A request that finds no memory or ID here waits (parked) for the
- * parent's grant, and is answered with the error only if that fails too. */
+ * parent's grant, and is answered with the error only if that fails too.
+ * The top, dry, first asks its whole subtree for every free page and ID
+ * (RECLAIM), so that memory kept under other schedulers' watermarks is not
+ * lost to a request. */
 #include <stdlib.h>
 #include "scheduler.h"
 #include "runs.h"
@@ -55,6 +58,7 @@ static void trade_take_ids(mmd_sched_t *s, uint64_t ids, mmd_ranges_t *out) {
  * ------------------------------------------------------------------------- */
 
 static void trade_ask(mmd_sched_t *s);
+static void trade_reclaim(mmd_sched_t *s);
 
 /* Runs the parked requests again, now that the grant is in (or failed). */
 static void trade_unpark(mmd_sched_t *s, bool failed) {
@@ -110,7 +114,8 @@ static void trade_ask(mmd_sched_t *s) {
 }
 
 bool mmd_trade_park(mmd_sched_t *s, const mmd_event_t *ev, int64_t status) {
-  if (s->parent_rank < 0 || ev->req.hdr == NULL) return false;
+  bool top = s->parent_rank < 0;
+  if (ev->req.hdr == NULL || (top && s->nchildren == 0)) return false;
   mmd_parked_t *p = calloc(1, sizeof *p);
   mmd_req_hdr_t h = *ev->req.hdr;
   h.nreports = 0;   /* applied when it arrived */
@@ -129,7 +134,8 @@ bool mmd_trade_park(mmd_sched_t *s, const mmd_event_t *ev, int64_t status) {
   if (s->parked_tail) s->parked_tail->next = p;
   else s->parked = p;
   s->parked_tail = p;
-  if (!s->grant_pending) trade_ask(s);
+  if (top && !s->reclaim_pending) trade_reclaim(s);
+  else if (!top && !s->grant_pending) trade_ask(s);
   return true;
 }
 
@@ -167,8 +173,7 @@ void mmd_on_grant(mmd_sched_t *s, const mmd_event_t *ev) {
   int c = mmd_child_of(s, ev);
   const uint64_t *it = ev->req.items;
   if (c < 0 || ev->req.hdr->nitems != 4) return mmd_answer_status(s, ev, SYS_ERR_ARG);
-  bool top = s->parent_rank < 0;
-  uint64_t keep_ids = top ? 0 : s->low_ids, keep_slabs = top ? 0 : s->low_slabs;
+  uint64_t keep_ids = s->low_ids, keep_slabs = s->low_slabs;   /* extras only above them */
   uint64_t spare_ids = s->R.free_id_count > keep_ids ? s->R.free_id_count - keep_ids : 0;
   uint64_t give_ids = it[2] < spare_ids ? it[2] : spare_ids;
   if (it[3] && give_ids == 0) give_ids = s->R.free_id_count ? 1 : 0;
@@ -176,15 +181,24 @@ void mmd_on_grant(mmd_sched_t *s, const mmd_event_t *ev) {
     s->R.short_slabs = 0;
     return mmd_answer_status(s, ev, SYS_ERR_NOIDS);
   }
+  if (it[0] > 0 && !ev->retry && s->R.free_slabs < it[1] * PAGE_SLABS) {
+    /* the child waits for all it asked: fetch it first (from the parent, or at the top from the subtree) */
+    s->R.short_slabs = it[0] * PAGE_SLABS;
+    s->short_total = it[1] * PAGE_SLABS;
+    if (mmd_trade_park(s, ev, SYS_ERR_NOMEM)) return;
+  }
   mmd_ranges_t pages = {0}, ids = {0};
   uint64_t key;
   if (it[0] > 0) {
-    if (!mmd_regions_take_aligned(&s->R, it[0] * PAGE_SLABS, PAGE_SLABS, &key)) {
+    if (mmd_regions_take_aligned(&s->R, it[0] * PAGE_SLABS, PAGE_SLABS, &key)) {
+      mmd_ranges_add(&pages, key, it[0] * PAGE_SLABS);
+    } else if (!ev->retry) {
       s->R.short_slabs = it[0] * PAGE_SLABS;
-      return mmd_answer_status(s, ev, SYS_ERR_NOMEM);
-    }
-    mmd_ranges_add(&pages, key, it[0] * PAGE_SLABS);
+      s->short_total = it[1] * PAGE_SLABS;
+      return mmd_answer_status(s, ev, SYS_ERR_NOMEM);   /* parked: asks up, or the top reclaims */
+    }   /* else the child gets what there is, and its IDs: its request for memory fails there */
   }
+  if (it[0] > 0) keep_slabs = 0;   /* a child waiting for a batch gets all there is */
   uint64_t spare = s->R.free_slabs > keep_slabs ? (s->R.free_slabs - keep_slabs) / PAGE_SLABS : 0;
   uint64_t extra = it[1] > it[0] ? it[1] - it[0] : 0;
   trade_take_pages(s, extra < spare ? extra : spare, &pages);
@@ -199,11 +213,8 @@ void mmd_on_grant(mmd_sched_t *s, const mmd_event_t *ev) {
   mmd_ranges_free(&ids);
 }
 
-/* arg 0: page run items; items: page runs, then ID runs. */
-void mmd_on_return(mmd_sched_t *s, const mmd_event_t *ev) {
-  int c = mmd_child_of(s, ev);
-  uint64_t page_items = (uint64_t)ev->req.hdr->arg[0], n = ev->req.hdr->nitems;
-  const uint64_t *it = ev->req.items;
+/* Page runs and ID runs back from child c. */
+static void trade_take_back(mmd_sched_t *s, int c, const uint64_t *it, uint64_t page_items, uint64_t n) {
   if (c < 0 || page_items > n || page_items % 2 || n % 2) return;
   for (uint64_t i = 0; i < page_items; i += 2) {
     mmd_truns_cut(&s->lent_ranges, it[i], it[i + 1]);
@@ -214,4 +225,60 @@ void mmd_on_return(mmd_sched_t *s, const mmd_event_t *ev) {
     mmd_regions_add_ids(&s->R, it[i], it[i + 1]);
   }
   s->counts.returns++;
+}
+
+/* arg 0: page run items; items: page runs, then ID runs. */
+void mmd_on_return(mmd_sched_t *s, const mmd_event_t *ev) {
+  trade_take_back(s, mmd_child_of(s, ev), ev->req.items, (uint64_t)ev->req.hdr->arg[0], ev->req.hdr->nitems);
+}
+
+/* ---------------------------------------------------------------------------
+ * Reclaiming: the top ran dry
+ * ------------------------------------------------------------------------- */
+
+static void on_reclaimed(mmd_sched_t *s, mmd_job_t *job, const mmd_rep_view_t *rep, uint64_t child) {
+  if (rep->hdr->status == 0) trade_take_back(s, (int)child, rep->items, (uint64_t)rep->hdr->val, rep->hdr->nitems);
+  mmd_job_settle(s, job);
+}
+
+/* The subtree has answered: a scheduler gives back every free page and ID
+ * it has; the top runs its parked requests again. */
+static void reclaim_done(mmd_sched_t *s, mmd_job_t *job) {
+  mmd_regions_trim_all(&s->R);
+  if (s->parent_rank < 0) {
+    mmd_job_free(job);
+    s->reclaim_pending = false;
+    return trade_unpark(s, false);
+  }
+  mmd_ranges_t all = {0};
+  trade_take_pages(s, s->R.free_slabs / PAGE_SLABS, &all);
+  for (size_t i = 0; i < all.n; i++) mmd_runs_cut(&s->held, all.r[i].off, all.r[i].len);
+  size_t page_items = all.n * 2;
+  trade_take_ids(s, s->R.free_id_count, &all);
+  job->status = 0;
+  job->val = (int64_t)page_items;
+  if (mmd_buf_put(&job->out, all.r, all.n * 16) != 0) job->status = SYS_ERR_NOMEM;
+  mmd_ranges_free(&all);
+  mmd_job_answer(s, job);
+}
+
+static void reclaim_children(mmd_sched_t *s, mmd_job_t *job) {
+  for (int c = 0; c < s->nchildren; c++)
+    mmd_send_request(s, c, job, on_reclaimed, (uint64_t)c, -1, MMD_MSG_RECLAIM, (int64_t[3]){0}, NULL, 0);
+  if (job->waiting == 0) job->done(s, job);
+}
+
+static void trade_reclaim(mmd_sched_t *s) {
+  mmd_job_t *job = mmd_job_new(&(mmd_event_t){0}, reclaim_done);
+  if (job == NULL) return trade_unpark(s, true);
+  s->reclaim_pending = true;
+  for (mmd_parked_t *p = s->parked; p; p = p->next) p->asked = true;
+  reclaim_children(s, job);
+}
+
+void mmd_on_reclaim(mmd_sched_t *s, const mmd_event_t *ev) {
+  if (ev->from != MMD_FROM_PARENT) return mmd_answer_status(s, ev, SYS_ERR_ARG);
+  mmd_job_t *job = mmd_job_new(ev, reclaim_done);
+  if (job == NULL) return mmd_answer_status(s, ev, SYS_ERR_NOMEM);
+  reclaim_children(s, job);
 }
