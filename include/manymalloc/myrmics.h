@@ -95,8 +95,11 @@ int sys_num_workers(void);
 rid_t sys_ralloc(rid_t parent, int level_hint);
 
 /* Frees the region, every object in it and all its sub-regions, at a cost
- * that does not depend on the number of objects. Returns 0,
- * SYS_ERR_NOREGION (unknown or already freed) or SYS_ERR_ROOT. */
+ * that does not depend on the number of objects. Its memory is then free in
+ * every worker: the copies other workers received may be given back to the
+ * OS (read as zeros) at their next call, so free a region only once no
+ * worker still reads its copy. Returns 0, SYS_ERR_NOREGION (unknown or
+ * already freed) or SYS_ERR_ROOT. */
 int sys_rfree(rid_t region);
 
 /* ---- objects ------------------------------------------------------------ */
