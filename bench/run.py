@@ -14,8 +14,9 @@ runs compare the cores that each allocator's processes landed on. Prints a table
 writes results.json, report.md and PNG plots to --out. Where `nvidia-smi -L`
 finds a GPU, the GPU benchmarks run afterwards (bench/gpu/run.py, else
 scripts/gpu-check). Before them, the dist benchmarks run (bench/dist/run.py:
-fragmentation and latency of the distributed region allocator), writing their
-report to BUILD/bench/dist.
+fragmentation, latency and scheduler load of the distributed region allocator,
+and one scheduler against a tree of them), writing their report to
+BUILD/bench/dist.
 
 --smoke (the bench.smoke CTest) runs each program once, tiny, on manymalloc
 only, checking its exit status and that malloc came from libmanymalloc.so.

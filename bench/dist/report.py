@@ -1,9 +1,10 @@
 #!/usr/bin/env python3
 """bench/dist/report.py: the dist benchmarks' report from what dist-frag,
-dist-latency and dist-load wrote into one directory: a plot per
+dist-latency, dist-load and dist-tree wrote into one directory: a plot per
 fragmentation run drawn as the Myrmics paper's Fig. 4a-c (frag_<run>.png),
-the scheduler's load as workers are added (load.png, as Fig. 4e), and
-report.md with their tables and the issue's goals. Prints the tables.
+the scheduler's load as workers are added (load.png, as Fig. 4e), one
+scheduler against a tree of them (tree.png, as Fig. 4h), and report.md with
+their tables and the issue's goals. Prints the tables.
 
     report.py [--dir DIR]     (default build/bench/dist; read from and written to)
 """
@@ -137,7 +138,81 @@ def load_table(runs):
     return rows
 
 
-def document(directory, frag, latency, load, figures):
+def tree_lines(path):
+    """dist-tree's runs, one a line; the last of each (mode, layout, workers,
+    nodes) counts. Ordered by mode as LATENCY_MODES, then by schedulers."""
+    if not os.path.exists(path):
+        return []
+    with open(path) as f:
+        runs = {(r["mode"], r["layout"], r["workers"], r["nodes"]): r for r in map(json.loads, f)}
+    order = {m: i for i, (m, _) in enumerate(LATENCY_MODES)}
+    return sorted(runs.values(), key=lambda r: (order.get(r["mode"], 9), r["workers"], r["nodes"], r["schedulers"]))
+
+
+def tree_baseline(runs, r):
+    """The one-scheduler run that r compares with: same mode and size."""
+    for b in runs:
+        if b["schedulers"] == 1 and (b["mode"], b["workers"], b["nodes"]) == (r["mode"], r["workers"], r["nodes"]):
+            return b
+    return None
+
+
+def plot_tree(runs, path):
+    """A row a mode (the two differ tenfold and more), a bar a layout: the
+    phases' times stacked, the mean worker's wait for scheduler replies in
+    the alloc phase, and the messages between schedulers per 1000
+    sys_alloc."""
+    modes = [m for m, _ in LATENCY_MODES if any(r["mode"] == m for r in runs)]
+    layouts = sorted({(r["schedulers"], r["layout"]) for r in runs})
+    color_of = {layout: f"C{i}" for i, (_, layout) in enumerate(layouts)}
+    fig, axes = plt.subplots(len(modes), 3, figsize=(12, 3.2 * len(modes)), squeeze=False)
+    for (time_ax, wait_ax, msg_ax), mode in zip(axes, modes):
+        mine = [r for r in runs if r["mode"] == mode]
+        xs = range(len(mine))
+        names = [r["layout"] for r in mine]
+        colors = [color_of[r["layout"]] for r in mine]
+        bottom = [0.0] * len(mine)
+        for key, hatch in (("alloc_ms", None), ("exchange_ms", "//"), ("free_ms", "..")):
+            vals = [r[key] for r in mine]
+            time_ax.bar(xs, vals, 0.6, bottom=bottom, color=colors, hatch=hatch, edgecolor="white")
+            bottom = [b + v for b, v in zip(bottom, vals)]
+        wait_ax.bar(xs, [r["wait_mean_ms"] for r in mine], 0.6, color=colors,
+                    yerr=[[0] * len(mine), [r["wait_max_ms"] - r["wait_mean_ms"] for r in mine]], capsize=3)
+        msg_ax.bar(xs, [r["sched_messages_per_1000_allocs"] for r in mine], 0.6, color=colors)
+        w = mine[0]
+        for ax, label in ((time_ax, "ms: alloc, exchange (//), free (..)"),
+                          (wait_ax, "ms waited, alloc phase:\nmean worker (whisker: slowest)"),
+                          (msg_ax, "scheduler-to-scheduler messages\nper 1000 sys_alloc")):
+            ax.set_xticks(list(xs))
+            ax.set_xticklabels(names)
+            ax.set_xlabel("MANYMALLOC_SCHEDULERS")
+            ax.set_ylabel(label, fontsize=8)
+            ax.grid(axis="y", alpha=0.3)
+        time_ax.set_title(f"{mode}: {w['workers']} workers x {w['nodes']} nodes of {w['node_size']} B", fontsize=9)
+    fig.tight_layout()
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+
+
+def tree_table(runs):
+    rows = ["| mode | schedulers | workers x nodes | total ms | alloc ms | exchange ms | free ms "
+            "| sys_alloc/s, all workers | total vs one scheduler | wait per worker, ms (slowest) "
+            "| sched messages / 1000 sys_alloc | forwarded / 1000 | grants |",
+            "|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+    for r in runs:
+        base = tree_baseline(runs, r)
+        vs = f"{base['total_ms'] / r['total_ms']:.2f}x" if base and r["total_ms"] > 0 else "-"
+        rows.append(f"| {r['mode']} | {r['layout']} ({r['schedulers']} in {r['levels']} levels) "
+                    f"| {r['workers']} x {r['nodes']} | {r['total_ms']:.1f} | {r['alloc_ms']:.1f} "
+                    f"| {r['exchange_ms']:.1f} | {r['free_ms']:.1f} "
+                    f"| {'-' if r['allocs_per_s'] is None else format(r['allocs_per_s'], '.3g')} | {vs} "
+                    f"| {r['wait_mean_ms']:.1f} ({r['wait_max_ms']:.1f}) "
+                    f"| {r['sched_messages_per_1000_allocs']:.2f} | {r['forwarded_per_1000_allocs']:.2f} "
+                    f"| {r['grants']:.0f} |")
+    return rows
+
+
+def document(directory, frag, latency, load, figures, tree=()):
     lines = ["# dist: fragmentation and latency", ""]
     if frag:
         lines += ["## Fragmentation (the Myrmics paper's Sect. 6.2, Fig. 4a-c)", "",
@@ -154,6 +229,20 @@ def document(directory, frag, latency, load, figures):
                   "Every worker at once allocates and frees 64 B objects in a region of its own; "
                   "the medians of the repetitions.", ""]
         lines += load_table(load) + ["", "![load](load.png)", ""]
+    if tree:
+        t = tree[0]
+        lines += ["## One scheduler against a tree (dist-tree, as the Myrmics paper's Fig. 4h)", "",
+                  "Every worker builds a list of nodes, one sys_alloc a node, in a region of its own "
+                  f"(on its leaf scheduler), passes it on around a ring for {t['stages']} stage(s) "
+                  "(sys_send / sys_recv; the receiver walks it and checks its checksum), then frees its "
+                  "region; barriers between the phases, the medians of "
+                  f"{t['reps']} repetitions. remote: MANYMALLOC_DIST_LEASE=0, every sys_alloc a round "
+                  "trip to the leaf scheduler; local: the default leases. The wait is each worker's "
+                  "worker_wait_ns over its alloc phase, the counters sys_sched_stats' across it; the "
+                  "alloc phase's time, wait and counters are net of an empty phase of the same shape "
+                  "(its barriers and stats queries). mpirun --oversubscribe, on a host of "
+                  f"{os.cpu_count()} cores.", ""]
+        lines += tree_table(tree) + ["", "![tree](tree.png)", ""]
     with open(os.path.join(directory, "report.md"), "w") as f:
         f.write("\n".join(lines))
     return lines
@@ -175,7 +264,28 @@ def main():
     load = load_lines(os.path.join(args.dir, "load.jsonl"))
     if load:
         plot_load(load, os.path.join(args.dir, "load.png"))
-    lines = document(args.dir, frag, latency, load, figures)
+    tree = tree_lines(os.path.join(args.dir, "tree.jsonl"))
+    if tree:
+        plot_tree(tree, os.path.join(args.dir, "tree.png"))
+    lines = document(args.dir, frag, latency, load, figures, tree)
+    import report_nbody   # bench/dist/report_nbody.py: the Barnes-Hut section, where dist-nbody ran
+    nbody = report_nbody.section(args.dir)
+    if nbody:
+        with open(os.path.join(args.dir, "report.md"), "a") as f:
+            f.write("\n" + "\n".join(nbody))
+        lines += nbody
+    import report_lists   # bench/dist/report_lists.py: the linked-list exchange, where run_lists.py ran
+    lists = report_lists.section(args.dir)
+    if lists:
+        with open(os.path.join(args.dir, "report.md"), "a") as f:
+            f.write("\n" + "\n".join(lists))
+        lines += lists
+    import report_shards   # bench/dist/report_shards.py: shard migration, where run_shards.py ran
+    shards = report_shards.section(args.dir)
+    if shards:
+        with open(os.path.join(args.dir, "report.md"), "a") as f:
+            f.write("\n" + "\n".join(shards))
+        lines += shards
     print("\n".join(l for l in lines if not l.startswith("![")))
     print(f"report.py: wrote {args.dir}/report.md and {len(figures)} plots")
     return 0 if frag else 1

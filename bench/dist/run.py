@@ -9,8 +9,16 @@ Then, where mpirun is found, dist-latency runs under mpirun with 2 ranks (1
 scheduler, 1 worker), and dist-load with 1, 2, 4, ... workers up to one less
 than the cores, each twice: with MANYMALLOC_DIST_LEASE=0, where every call
 is a round trip to the scheduler, and by default, where 64 B objects come
-from leased slabs. report.py then draws the plots, writes report.md and
-prints its tables.
+from leased slabs. dist-tree then compares one scheduler with a tree of them
+(the Myrmics paper's Fig. 4h): --tree-workers workers (64) under each
+MANYMALLOC_SCHEDULERS layout of --tree-layouts ("1;1,4;1,4,16", the last
+only where there are as many workers as leaves), in both modes, all
+oversubscribed. Its size defaults to the full figure (30000 nodes a worker,
+5 repetitions, the full ring of exchanges) on 16 cores or more and to a few
+minutes' worth below that (5000 nodes, 3 repetitions, 2 stages); the
+options, or MANYMALLOC_BENCH_TREE_{WORKERS,NODES,REPS,STAGES,LAYOUTS} in the
+environment (as make bench runs it), set it; --tree-workers 0 skips it.
+report.py then draws the plots, writes report.md and prints its tables.
 """
 import argparse
 import os
@@ -24,8 +32,10 @@ REPO = os.path.dirname(os.path.dirname(DIST))
 # not permitted there) for the shared-memory transport.
 MPI_ENV = {"OMPI_ALLOW_RUN_AS_ROOT": "1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1",
            "OMPI_MCA_btl_vader_single_copy_mechanism": "none"}
-RESULTS = ["frag.json", "latency_remote.json", "latency_local.json", "load.jsonl"]
+RESULTS = ["frag.json", "latency_remote.json", "latency_local.json", "load.jsonl", "tree.jsonl"]
 LATENCY_TIMEOUT = 300   # seconds a dist-latency run may take before it counts as hung
+TREE_TIMEOUT = 600      # the same for a dist-tree run
+BIG_HOST = 16           # cores from which dist-tree runs the full figure by default
 
 
 def parse_args():
@@ -33,6 +43,18 @@ def parse_args():
     p.add_argument("--build", default=os.path.join(REPO, "build"), help="default build")
     p.add_argument("--out", help="default BUILD/bench/dist")
     p.add_argument("--scale", default="1", help="dist-frag's steps times this (default 1)")
+    big = (os.cpu_count() or 2) >= BIG_HOST
+    tree = [("workers", int, 64, "dist-tree's workers (default 64; 0 skips dist-tree)"),
+            ("nodes", int, 30000 if big else 5000, "list nodes a worker allocates (default 30000 "
+             f"on {BIG_HOST}+ cores, else 5000)"),
+            ("reps", int, 5 if big else 3, f"repetitions (default 5 on {BIG_HOST}+ cores, else 3)"),
+            ("stages", int, 0 if big else 2, "ring stages of the exchange, 0: workers - 1 "
+             f"(default 0 on {BIG_HOST}+ cores, else 2)"),
+            ("layouts", str, "1;1,4;1,4,16", "MANYMALLOC_SCHEDULERS layouts, ';' between them")]
+    for name, kind, default, about in tree:
+        env = os.environ.get(f"MANYMALLOC_BENCH_TREE_{name.upper()}")
+        p.add_argument(f"--tree-{name}", type=kind, default=kind(env) if env else default,
+                       help=about + f"; or MANYMALLOC_BENCH_TREE_{name.upper()}")
     return p.parse_args()
 
 
@@ -44,9 +66,10 @@ def worker_counts(max_workers):
     return counts + ([max_workers] if counts[-1] != max_workers else [])
 
 
-def run_mpi(build, name, ranks, out):
-    """dist-<name> under mpirun with `ranks` ranks, in both modes; the number
-    of failed runs."""
+def run_mpi(build, name, ranks, out, args=(), schedulers=None, timeout=LATENCY_TIMEOUT):
+    """dist-<name> under mpirun with `ranks` ranks, in both modes, with
+    MANYMALLOC_SCHEDULERS=schedulers (None: unset); the number of failed
+    runs."""
     program = os.path.join(build, f"dist-{name}")
     mpirun = shutil.which("mpirun")
     if not mpirun or not os.path.exists(program):
@@ -55,18 +78,40 @@ def run_mpi(build, name, ranks, out):
     failed = 0
     for lease in ("0", None):
         env = dict(os.environ, **MPI_ENV)
-        env.pop("MANYMALLOC_DIST_LEASE", None)
-        if lease is not None:
-            env["MANYMALLOC_DIST_LEASE"] = lease
-        argv = [mpirun, "--oversubscribe", "-np", str(ranks), program, "--out", out]
+        for key, value in (("MANYMALLOC_DIST_LEASE", lease), ("MANYMALLOC_SCHEDULERS", schedulers)):
+            env.pop(key, None)
+            if value is not None:
+                env[key] = value
+        argv = [mpirun, "--oversubscribe", "-np", str(ranks), program, "--out", out, *map(str, args)]
         try:
-            status = subprocess.run(argv, env=env, timeout=LATENCY_TIMEOUT).returncode
+            status = subprocess.run(argv, env=env, timeout=timeout).returncode
         except subprocess.TimeoutExpired:
             status = "timed out"
         if status != 0:
-            print(f"dist/run.py: dist-{name} -np {ranks} (MANYMALLOC_DIST_LEASE={lease or 'unset'}) "
-                  f"failed: {status}", flush=True)
+            print(f"dist/run.py: dist-{name} -np {ranks} (MANYMALLOC_DIST_LEASE={lease or 'unset'}"
+                  f"{', MANYMALLOC_SCHEDULERS=' + schedulers if schedulers else ''}) failed: {status}",
+                  flush=True)
             failed += 1
+    return failed
+
+
+def run_tree(build, out, args):
+    """dist-tree under each layout of --tree-layouts with --tree-workers
+    workers; the number of failed runs. A layout with more leaves than
+    workers is skipped."""
+    workers = args.tree_workers
+    if workers <= 0:
+        return 0
+    failed = 0
+    for layout in filter(None, (l.strip() for l in args.tree_layouts.split(";"))):
+        levels = [int(n) for n in layout.split(",")]
+        if levels[-1] > workers:
+            print(f"dist/run.py: dist-tree MANYMALLOC_SCHEDULERS={layout} skipped: {levels[-1]} leaves, "
+                  f"{workers} workers", flush=True)
+            continue
+        failed += run_mpi(build, "tree", sum(levels) + workers, out,
+                          ["--nodes", args.tree_nodes, "--reps", args.tree_reps, "--stages", args.tree_stages],
+                          schedulers=None if layout == "1" else layout, timeout=TREE_TIMEOUT)
     return failed
 
 
@@ -86,6 +131,16 @@ def main():
     # One scheduler's core, the rest workers: never more ranks than cores.
     for workers in worker_counts(max(1, (os.cpu_count() or 2) - 1)):
         failed += run_mpi(build, "load", workers + 1, out)
+    failed += run_tree(build, out, args)
+    # Barnes-Hut N-body (Fig. 4e-f): its own driver, sized by MANYMALLOC_BENCH_NBODY_*; report.py tables it.
+    failed += subprocess.run([sys.executable, os.path.join(DIST, "run_nbody.py"), "--build", build, "--out", out,
+                              "--no-report"]).returncode != 0
+    # The linked-list exchange (Sect. 6.5) against its peers: run_lists.py, sized by MANYMALLOC_LISTS_*.
+    failed += subprocess.run([sys.executable, os.path.join(DIST, "run_lists.py"), "--build", build, "--out", out,
+                              "--no-report"]).returncode != 0
+    # Shard migration against MPI pack/rebuild: run_shards.py, sized by MANYMALLOC_BENCH_SHARDS_*.
+    failed += subprocess.run([sys.executable, os.path.join(DIST, "run_shards.py"), "--build", build, "--out", out,
+                              "--no-report"]).returncode != 0
     failed += subprocess.run([sys.executable, os.path.join(DIST, "report.py"), "--dir", out]).returncode != 0
     return 1 if failed else 0
 
