@@ -2,10 +2,12 @@
  * the Myrmics paper's Fig. 1 over Open MPI.
  *
  * A program defines myrmics_main() and links libmanymalloc_dist; the library's
- * main() starts MPI, makes the first MANYMALLOC_SCHEDULERS ranks schedulers
- * and runs myrmics_main() on every other rank (a worker):
+ * main() starts MPI, makes some ranks schedulers (one by default; a tree
+ * shaped by MANYMALLOC_SCHEDULERS) and runs myrmics_main() on every other
+ * rank (a worker):
  *
- *     mpirun -np 5 ./app        # 1 scheduler, 4 workers
+ *     mpirun -np 5 ./app                                  # 1 scheduler, 4 workers
+ *     MANYMALLOC_SCHEDULERS=1,4 mpirun -np 69 ./app       # 1 top + 4 leaves, 64 workers
  *
  * A program with its own main() calls sys_init() and sys_finalize() instead;
  * on scheduler ranks sys_init() serves until every worker has finished and

@@ -7,6 +7,7 @@
 
 #include <vector>
 
+#include "exhaustion_regions.h"
 #include "pattern.h"
 #include "workers.h"
 
@@ -118,36 +119,6 @@ TEST(Exhaustion, BallocBeyondTheSpaceAllocatesNothing) {
   EXPECT_EQ(sys_rfree(r), SYS_OK);
 }
 
-TEST(Exhaustion, RegionsUntilTheSpaceRunsOutThenAllFreed) {
-  // Each region holds one 4 KiB object, so at most space / 4 KiB of them fit.
-  std::vector<rid_t> regs;
-  std::vector<void *> objs;
-  int stop = SYS_OK;
-  for (size_t n = 0; stop == SYS_OK; n++) {
-    ASSERT_LE(n, kSpace / 4096) << "more regions with an object than the space holds";
-    const rid_t r = sys_ralloc(0, 0);
-    if (r < 0) {
-      stop = int(r);
-      break;
-    }
-    regs.push_back(r);
-    void *p = sys_alloc(4096, r);
-    if (!p) {
-      stop = sys_last_error();
-    } else {
-      fill_pattern(p, 4096, uint64_t(r));
-      objs.push_back(p);
-    }
-  }
-  EXPECT_EQ(stop, SYS_ERR_NOMEM) << sys_strerror(stop);
-  for (size_t i = 0; i < objs.size(); i++) ASSERT_TRUE(HasPattern(objs[i], 4096, uint64_t(regs[i])));
-  ASSERT_EQ(sys_barrier(), SYS_OK);
-  for (rid_t r : regs) ASSERT_EQ(sys_rfree(r), SYS_OK);
-  ASSERT_EQ(sys_barrier(), SYS_OK);
-  const rid_t r = sys_ralloc(0, 0);
-  ASSERT_GT(r, 0);
-  EXPECT_NE(sys_alloc(size_t(4) << 20, r), nullptr) << sys_strerror(sys_last_error());
-  EXPECT_EQ(sys_rfree(r), SYS_OK);
-}
+TEST(Exhaustion, RegionsUntilTheSpaceRunsOutThenAllFreed) { RegionsUntilTheSpaceRunsOut(kSpace); }
 
 }  // namespace
