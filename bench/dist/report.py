@@ -274,6 +274,12 @@ def main():
         with open(os.path.join(args.dir, "report.md"), "a") as f:
             f.write("\n" + "\n".join(nbody))
         lines += nbody
+    import report_delaunay   # bench/dist/report_delaunay.py: the Delaunay section, where dist-delaunay ran
+    delaunay = report_delaunay.section(args.dir)
+    if delaunay:
+        with open(os.path.join(args.dir, "report.md"), "a") as f:
+            f.write("\n" + "\n".join(delaunay))
+        lines += delaunay
     import report_lists   # bench/dist/report_lists.py: the linked-list exchange, where run_lists.py ran
     lists = report_lists.section(args.dir)
     if lists:

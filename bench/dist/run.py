@@ -135,6 +135,9 @@ def main():
     # Barnes-Hut N-body (Fig. 4e-f): its own driver, sized by MANYMALLOC_BENCH_NBODY_*; report.py tables it.
     failed += subprocess.run([sys.executable, os.path.join(DIST, "run_nbody.py"), "--build", build, "--out", out,
                               "--no-report"]).returncode != 0
+    # Delaunay triangulation (Sect. 6.4, Fig. 4d): run_delaunay.py, sized by MANYMALLOC_BENCH_DELAUNAY_*.
+    failed += subprocess.run([sys.executable, os.path.join(DIST, "run_delaunay.py"), "--build", build, "--out", out,
+                              "--no-report"]).returncode != 0
     # The linked-list exchange (Sect. 6.5) against its peers: run_lists.py, sized by MANYMALLOC_LISTS_*.
     failed += subprocess.run([sys.executable, os.path.join(DIST, "run_lists.py"), "--build", build, "--out", out,
                               "--no-report"]).returncode != 0

@@ -1,0 +1,142 @@
+#!/usr/bin/env python3
+"""Runs dist-delaunay, the Delaunay triangulation of the Myrmics paper's
+Sect. 6.4 (Fig. 4d, Fig. 5), over worker counts and scheduler layouts, then
+report_delaunay.py (bench/dist/run.py calls it; it also runs alone).
+
+    python3 bench/dist/run_delaunay.py [--build DIR] [--out DIR] [--full]
+        [--points N] [--reps R] [--workers 1,4,16] [--layouts "1;1,4"]
+        [--modes local,remote] [--round-points M] [--sample S] [--repeat K]
+        [--bind auto|none] [--mpirun-args ARGS] [--timeout S] [--no-report]
+
+Each run is `mpirun --oversubscribe -np S+W BUILD/dist-delaunay ...` with
+MANYMALLOC_SCHEDULERS set to the layout (S schedulers in all) and W workers,
+a power of four (the grid decomposition needs it). A layout is run with W
+workers where it has no more leaves than W; one scheduler ("1") with every
+W. Modes: local (the default leases) and remote (MANYMALLOC_DIST_LEASE=0).
+Every run repeats the triangulation --reps times and reports each phase's
+median; --repeat K runs the whole plan K times, round after round, and the
+report takes each configuration's median run. --bind auto (the default)
+binds each rank to a core where the ranks fit the cores.
+
+The size: on fewer than 16 cores (as here, 2) a small run, 50000 points,
+3 repetitions, 1, 4 and 16 workers, one scheduler, oversubscribed; on 16
+cores or more, or with --full, the issue's figure: 10^6 points, 3
+repetitions, 1, 4 and 16 workers. The options, or
+MANYMALLOC_BENCH_DELAUNAY_{POINTS,REPS,WORKERS,LAYOUTS} in the environment,
+set it.
+
+Every run checks its result (dist-delaunay: the triangle count 2n + 2 of
+the n points and the frame's 4 corners, links, orientation, areas, and no
+point inside the circumcircle of a sample of --sample triangles, all when
+fewer); a failed check fails the run. Appends to OUT/delaunay.jsonl, which
+it empties first.
+"""
+import argparse
+import os
+import shutil
+import subprocess
+import sys
+
+DIST = os.path.dirname(os.path.abspath(__file__))
+REPO = os.path.dirname(os.path.dirname(DIST))
+MPI_ENV = {"OMPI_ALLOW_RUN_AS_ROOT": "1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1",
+           "OMPI_MCA_btl_vader_single_copy_mechanism": "none", "OMPI_MCA_mpi_yield_when_idle": "1"}
+BIG_HOST = 16
+SMALL = {"points": 50000, "reps": 3, "workers": "1,4,16", "layouts": "1"}
+FULL = {"points": 1000000, "reps": 3, "workers": "1,4,16", "layouts": "1"}
+
+
+def parse_args(argv=None):
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--build", default=os.path.join(REPO, "build"), help="where dist-delaunay is (default build)")
+    p.add_argument("--out", help="default BUILD/bench/dist")
+    p.add_argument("--full", action="store_true", help=f"the full size even below {BIG_HOST} cores")
+    for name, kind, about in (("points", int, "points"), ("reps", int, "repetitions within a run"),
+                              ("workers", str, "worker counts, commas (powers of four)"),
+                              ("layouts", str, "MANYMALLOC_SCHEDULERS layouts, ';' or ':' between them")):
+        env = os.environ.get(f"MANYMALLOC_BENCH_DELAUNAY_{name.upper()}")
+        p.add_argument(f"--{name}", type=kind, default=kind(env) if env else None,
+                       help=f"{about} (small: {SMALL[name]}, full: {FULL[name]}); "
+                            f"or MANYMALLOC_BENCH_DELAUNAY_{name.upper()}")
+    p.add_argument("--modes", default="local", help="local (default leases) and/or remote, commas")
+    p.add_argument("--round-points", type=int, default=1024,
+                   help="round r < k inserts up to this x 4^(r+1) points in all (default 1024)")
+    p.add_argument("--sample", type=int, default=100000, help="triangles checked for empty circumcircles")
+    p.add_argument("--repeat", type=int, default=1, help="rounds of the whole plan (default 1)")
+    p.add_argument("--bind", choices=("auto", "none"), default="auto",
+                   help="auto: --bind-to core where the ranks fit the cores (default)")
+    p.add_argument("--mpirun-args", default="", help="more mpirun options")
+    p.add_argument("--timeout", type=int, default=900, help="seconds a run may take (default 900)")
+    p.add_argument("--no-report", action="store_true", help="do not run report_delaunay.py")
+    args = p.parse_args(argv)
+    size = FULL if args.full or (os.cpu_count() or 2) >= BIG_HOST else SMALL
+    for name in SMALL:
+        if getattr(args, name) is None:
+            setattr(args, name, size[name])
+    return args
+
+
+def plan(args):
+    workers = [int(w) for w in str(args.workers).split(",") if w.strip()]
+    for w in workers:
+        if w < 1 or w & (w - 1) or (w.bit_length() - 1) % 2:
+            raise SystemExit(f"run_delaunay.py: {w} workers: not a power of four")
+    layouts = [l.strip() for l in args.layouts.replace(":", ";").split(";") if l.strip()]
+    runs = []
+    for mode in [m.strip() for m in args.modes.split(",") if m.strip()]:
+        for w in sorted(workers):
+            for layout in layouts:
+                if layout != "1" and (int(layout.split(",")[-1]) > w or w == 1):
+                    continue
+                runs.append((mode, layout, w))
+    return runs
+
+
+def run_one(args, program, out, mode, layout, workers):
+    ranks = sum(int(n) for n in layout.split(",")) + workers
+    env = dict(os.environ, **MPI_ENV)
+    env.pop("MANYMALLOC_SCHEDULERS", None)
+    env.pop("MANYMALLOC_DIST_LEASE", None)
+    if layout != "1":
+        env["MANYMALLOC_SCHEDULERS"] = layout
+    if mode == "remote":
+        env["MANYMALLOC_DIST_LEASE"] = "0"
+    bind = ["--bind-to", "core" if args.bind == "auto" and ranks <= (os.cpu_count() or 1) else "none"]
+    argv = [shutil.which("mpirun"), "--oversubscribe", *bind, *args.mpirun_args.split(), "-np", str(ranks), program,
+            "--out", out, "--points", str(args.points), "--reps", str(args.reps),
+            "--round-points", str(args.round_points), "--sample", str(args.sample)]
+    print(f"run_delaunay.py: {mode}, MANYMALLOC_SCHEDULERS={layout}, {workers} workers: "
+          f"{' '.join(argv[1:])}", flush=True)
+    try:
+        status = subprocess.run(argv, env=env, timeout=args.timeout).returncode
+    except subprocess.TimeoutExpired:
+        status = "timed out"
+    if status != 0:
+        print(f"run_delaunay.py: dist-delaunay ({mode}, layout {layout}, {workers} workers) failed: {status}",
+              flush=True)
+    return status == 0
+
+
+def main(argv=None):
+    args = parse_args(argv)
+    build = os.path.abspath(args.build)
+    out = os.path.abspath(args.out or os.path.join(build, "bench", "dist"))
+    program = os.path.join(build, "dist-delaunay")
+    if not shutil.which("mpirun") or not os.path.exists(program):
+        print(f"run_delaunay.py: skipped: {'no mpirun' if not shutil.which('mpirun') else 'no ' + program}",
+              flush=True)
+        return 0
+    os.makedirs(out, exist_ok=True)
+    results = os.path.join(out, "delaunay.jsonl")
+    if os.path.exists(results):   # a failed run leaves no earlier run's numbers in the report
+        os.remove(results)
+    failed = 0
+    for mode, layout, workers in [run for _ in range(max(1, args.repeat)) for run in plan(args)]:
+        failed += not run_one(args, program, out, mode, layout, workers)
+    if not args.no_report:
+        failed += subprocess.run([sys.executable, os.path.join(DIST, "report_delaunay.py"), "--dir", out]).returncode != 0
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
