@@ -8,7 +8,7 @@
 #define MMD_LEASE_GRANT_MAX 16
 
 void mmd_leases_init(mmd_leases_t *L, uintptr_t base, unsigned key_bits) {
-  *L = (mmd_leases_t){.base = base};
+  *L = (mmd_leases_t){.base = base, .trim_above = MMD_LEASE_CAP};
   mmd_meta_init(&L->meta);
   mmd_trie_init(&L->by_slab, &L->meta, key_bits);
 }
@@ -177,21 +177,22 @@ static void lease_return(mmd_leases_t *L, mmd_lslab_t *s) {
   if (mmd_buf_put(&L->returning, &r, sizeof r) == 0) lease_drop(L, s);
 }
 
-/* Gives up every slab, or with only_idle those full or empty: the ones
- * whose slots the worker is not handing out now. */
-static void lease_return_slabs(mmd_leases_t *L, bool only_idle) {
+/* Gives up every slab, or with only_empty those with no live slot. */
+static void lease_return_slabs(mmd_leases_t *L, bool only_empty) {
   for (size_t b = 0; b < MMD_LEASE_BUCKETS; b++)
     for (mmd_lclass_t *c = L->bucket[b]; c; c = c->hash_next)
       for (mmd_lslab_t *s = c->all, *next; s; s = next) {
         next = s->all_next;
-        if (!only_idle || !s->in_avail || (s->live & c->mask) == 0) lease_return(L, s);
+        if (!only_empty || (s->live & c->mask) == 0) lease_return(L, s);
       }
 }
 
 void mmd_lease_return_all(mmd_leases_t *L) { lease_return_slabs(L, false); }
 
 void mmd_lease_trim(mmd_leases_t *L) {
-  if (L->nslabs >= MMD_LEASE_CAP) lease_return_slabs(L, true);
+  if (L->nslabs < L->trim_above) return;
+  lease_return_slabs(L, true);
+  L->trim_above = 2 * L->nslabs > MMD_LEASE_CAP ? 2 * L->nslabs : MMD_LEASE_CAP;
 }
 
 int mmd_lease_reports(mmd_leases_t *L, mmd_buf_t *req, uint32_t *nreports) {

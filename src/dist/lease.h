@@ -38,7 +38,7 @@ typedef struct mmd_lclass {
 } mmd_lclass_t;
 
 #define MMD_LEASE_BUCKETS 1024
-#define MMD_LEASE_CAP     512    /* slabs held before full ones go back */
+#define MMD_LEASE_CAP     512    /* slabs held before the empty ones go back */
 
 typedef struct mmd_leases {
   mmd_meta_t meta;
@@ -48,6 +48,7 @@ typedef struct mmd_leases {
   size_t ndirty, dirty_cap;
   mmd_buf_t returning;           /* mmd_report_t of slabs given up, sent with the next request */
   size_t nslabs;
+  size_t trim_above;             /* slabs held at which the empty ones go back */
   uintptr_t base;
 } mmd_leases_t;
 
@@ -101,7 +102,9 @@ void mmd_lease_revoke(mmd_leases_t *L, rid_t rid, void (*discard)(uint64_t off))
 int mmd_lease_remote(mmd_leases_t *L, uint64_t off, uint64_t bits);
 /* Gives every slab up (reported with the next request): the worker ends. */
 void mmd_lease_return_all(mmd_leases_t *L);
-/* At the cap: full and empty slabs are given up (reported with the next request). */
+/* At the cap: the empty slabs are given up (reported with the next request);
+ * the cap then doubles past what is still held, full and partial slabs,
+ * whose frees stay local. */
 void mmd_lease_trim(mmd_leases_t *L);
 /* Appends the due reports to a request; the slabs are clean afterwards. */
 int mmd_lease_reports(mmd_leases_t *L, mmd_buf_t *req, uint32_t *nreports);
