@@ -22,11 +22,11 @@ The parts:
               a shape; the shapes recommended
 """
 import argparse
+import copy
 import itertools
 import json
 import math
 import os
-import statistics
 import sys
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -64,10 +64,6 @@ TRADE_FACTOR = 2.0          # a GRANT with its page runs: two requests' service
 MPI_PEER_BYTES = 16 << 10   # assumed MPI state per connected peer (endpoint, eager buffers)
 
 
-def median(xs):
-    return statistics.median(xs)
-
-
 # ---------------------------------------------------------------------------
 # Constants measured on the 16-core host (read from the committed results)
 # ---------------------------------------------------------------------------
@@ -91,7 +87,7 @@ def measured_constants(dist_dir):
     lat_r = read_json(os.path.join(dist_dir, "latency_remote.json"))
     lat_l = read_json(os.path.join(dist_dir, "latency_local.json"))
     one = next(r for r in load if r["workers"] == 1)
-    sat = [r["calls_per_s"] for r in load if r["workers"] >= 8]
+    sat = [r["calls_per_s"] for r in load if r["workers"] >= 8]   # saturated (validate() says so too)
     s_us = 1e6 / (sum(sat) / len(sat))
     c = {
         "load": sorted(load, key=lambda r: r["workers"]),
@@ -240,14 +236,14 @@ def host_cycle(layout, workers, cores, t_turn, work, service):
     n_leaf = workers / levels[-1]
     leaf_core = (k - 1) * (t_turn + work) + n_leaf * service
     avg_core = k * t_turn + workers / cores * (work + service)
-    return max(leaf_core, avg_core), leaf_core >= avg_core
+    return max(leaf_core, avg_core)
 
 
 def solve_t_turn(layout, workers, cores, wait_per_call, service):
     lo, hi = 0.0, 1000.0
     for _ in range(100):
         mid = (lo + hi) / 2
-        cyc, _ = host_cycle(layout, workers, cores, mid, 0.0, service)
+        cyc = host_cycle(layout, workers, cores, mid, 0.0, service)
         lo, hi = (mid, hi) if cyc < wait_per_call else (lo, mid)
     return (lo + hi) / 2
 
@@ -297,12 +293,12 @@ def validate(c, runs, cores=16):
     for key in sorted(meas, key=lambda k: (k[0] != "remote", len(k[1]))):
         mode, layout = key
         work, service = (NODE_INIT_US, c["S"]) if mode == "remote" else (b_os, s_lease_os)
-        cyc, leaf_bound = host_cycle(layout, workers, cores, t_turn, work, service)
+        cyc = host_cycle(layout, workers, cores, t_turn, work, service)
         n = counts[key]["calls"]
         local_us = 0 if mode == "remote" else allocs * c["t_alloc"]
         pred_alloc = (n * cyc + local_us) / 1e3
         pred_wait = n * (cyc - work) / 1e3
-        rows.append({"mode": mode, "layout": layout, "fitted": key in fitted, "leaf_bound": leaf_bound,
+        rows.append({"mode": mode, "layout": layout, "fitted": key in fitted,
                      "alloc_ms": (pred_alloc, meas[key]["alloc_ms"], meas[key]["spread"]["alloc_ms"]),
                      "wait_ms": (pred_wait, meas[key]["wait_mean_ms"], meas[key]["spread"]["wait_mean_ms"]),
                      "requests": (counts[key]["requests"], meas[key]["requests_per_1000_allocs"]),
@@ -315,8 +311,9 @@ def validate(c, runs, cores=16):
                 r["speedup"] = (base["alloc_ms"][0] / r["alloc_ms"][0], base["alloc_ms"][1] / r["alloc_ms"][1])
     load_rows = []
     for r in c["load"]:
-        x, resp, _ = mva(r["workers"], c["rtt1"] - c["S"], c["S"])
-        load_rows.append((r["workers"], r["workers"] / x / 1e-3, r["median_ns"], r["workers"] in (1, 8, 15)))
+        x, _, _ = mva(r["workers"], c["a"], c["S"])
+        used = r["workers"] == 1 or r["workers"] >= 8   # the inputs of a and S
+        load_rows.append((r["workers"], 1e3 * r["workers"] / x, r["median_ns"], used))
     return {"rows": rows, "load": load_rows, "t_turn": t_turn, "b_os": b_os, "s_lease_os": s_lease_os,
             "workers": workers, "allocs": allocs, "cores": cores}
 
@@ -336,19 +333,16 @@ class Workload:
     bytes allocated that stays (0: frees meet allocations, the steady state)."""
 
     def __init__(self, name, remote, think_us, region_objects=30000, leaf_parent=False,
-                 cross=0.0, live_bytes=256 << 20, live_regions=8, growth=0.0):
+                 cross=0.0, live_bytes=256 << 20, live_regions=8, growth=0.0, sibling=False):
         self.name, self.remote, self.think = name, remote, think_us
         self.region_objects, self.leaf_parent, self.cross = region_objects, leaf_parent, cross
         self.live_bytes, self.live_regions, self.growth = live_bytes, live_regions, growth
+        self.sibling = sibling   # cross-leaf targets under the same parent, not anywhere
 
-    def variant(self, **kw):
-        w = Workload(self.name, self.remote, self.think, self.region_objects, self.leaf_parent, self.cross,
-                     self.live_bytes, self.live_regions, self.growth)
-        w.__dict__.update(kw)
+    def variant(self, **changes):
+        w = copy.copy(self)
+        w.__dict__.update(changes)
         return w
-
-    def with_cross(self, cross):
-        return self.variant(cross=cross)
 
     def per_alloc(self, c, pf_us, s_lease):
         """Per sys_alloc: the worker's own time (us), the requests to its own
@@ -437,15 +431,17 @@ def closed_queue(n, z, s):
     return x, s + wq, rho
 
 
-def cross_paths(fs, depth, per_level):
-    """For a request to a uniformly chosen other leaf: the forwarding visits
-    it makes at each level (all of that level's schedulers together; the
-    origin leaf's own forward included) and the one-way network edges it
-    adds (its reply adds as many)."""
+def cross_paths(fs, depth, per_level, sibling=False):
+    """For a request to a uniformly chosen other leaf (or one under the
+    same parent): the forwarding visits it makes at each level (all of that
+    level's schedulers together; the origin leaf's own forward included)
+    and the one-way network edges it adds (its reply adds as many)."""
     visits, edges = [0.0] * depth, 0.0
     leaves = per_level[-1]
     for lca in range(depth - 1):
         p = (leaves // per_level[lca] - leaves // per_level[lca + 1]) / max(1, leaves - 1)
+        if sibling:
+            p = 1.0 if lca == depth - 2 else 0.0
         visits[lca] += p
         for m in range(lca + 1, depth - 1):
             visits[m] += 2 * p
@@ -484,7 +480,8 @@ def evaluate(fs, workers, wl, c, lat_us, bw_gbs, pf_us, s_lease, space=SPACE_MAX
     for l in range(depth - 2, -1, -1):
         sub[l] = 1 + fs[l] * sub[l + 1]
     bytes_per_req = per_req * 64
-    visits, edges = cross_paths(fs, depth, per_level) if depth > 1 and x_share else ([0.0] * depth, 0.0)
+    visits, edges = (cross_paths(fs, depth, per_level, wl.sibling) if depth > 1 and x_share
+                     else ([0.0] * depth, 0.0))
     notes_up = 0.0 if wl.leaf_parent or depth == 1 else 2 * regions_per_req   # LINK, UNLINK
     # The leaf's service per worker request: its own requests; for one to
     # another leaf, its forward and (symmetrically) serving one that another
@@ -540,7 +537,8 @@ def evaluate(fs, workers, wl, c, lat_us, bw_gbs, pf_us, s_lease, space=SPACE_MAX
     members = [fs[l] if l < depth - 1 else n_leaf for l in range(depth)]
     barrier = sum(2 * lat_us + 2 * c["S"] + m * c["S"] for m in members)
     return {"shape": shape_name(fs), "fs": fs, "depth": depth, "nsched": nsched, "n_leaf": n_leaf,
-            "levels": levels, "workers": workers, "wl": wl, "space": space, "wait": wait, "think": think, "per_req": per_req,
+            "levels": levels, "workers": workers, "wl": wl, "space": space, "wait": wait, "think": think,
+            "per_req": per_req,
             "req_rate_worker": x_worker * 1e6, "alloc_rate_worker": x_worker * per_req * 1e6,
             "waiting": wait / (think + wait), "rho_max": max(v["rho"] for v in levels),
             "barrier": barrier}
@@ -552,11 +550,11 @@ def cross_capacity(fs, workers, wl, c, lat, bw, pf_us, s_lease, rho_max=0.7):
     if fs == (1,):
         return None
     lo, hi = 0.0, 1.0
-    if evaluate(fs, workers, wl.with_cross(1.0), c, lat, bw, pf_us, s_lease)["rho_max"] <= rho_max:
+    if evaluate(fs, workers, wl.variant(cross=1.0), c, lat, bw, pf_us, s_lease)["rho_max"] <= rho_max:
         return 1.0
     for _ in range(30):
         mid = (lo + hi) / 2
-        ok = evaluate(fs, workers, wl.with_cross(mid), c, lat, bw, pf_us, s_lease)["rho_max"] <= rho_max
+        ok = evaluate(fs, workers, wl.variant(cross=mid), c, lat, bw, pf_us, s_lease)["rho_max"] <= rho_max
         lo, hi = (mid, hi) if ok else (lo, mid)
     return lo
 
@@ -683,6 +681,36 @@ def project(c, args):
     return out
 
 
+def sensitivity(c, args, v, n=10_000, lat=3.0):
+    """The recommended shape at n workers and lat us when one input moves."""
+    base = workloads()
+    cases = [("as above", c, args.s_lease, args.page_fault_us, lambda w: w),
+             ("S x 2 (a NIC's MPI costs on the scheduler)", dict(c, S=2 * c["S"]), 2 * args.s_lease,
+              args.page_fault_us, lambda w: w),
+             (f"S_L = {v['s_lease_os']:.1f} us (the time-shared fit, cold caches)", c, v["s_lease_os"],
+              args.page_fault_us, lambda w: w),
+             ("page fault 2 us", c, args.s_lease, 2.0, lambda w: w),
+             ("a region per 3,000 objects", c, args.s_lease, args.page_fault_us,
+              lambda w: w.variant(region_objects=3000)),
+             ("1% of sys_alloc in other leaves' regions, anywhere", c, args.s_lease, args.page_fault_us,
+              lambda w: w.variant(cross=0.01)),
+             ("1% of sys_alloc in a sibling leaf's regions", c, args.s_lease, args.page_fault_us,
+              lambda w: w.variant(cross=0.01, sibling=True))]
+    rows = []
+    for name, cc, s_lease, pf, change in cases:
+        for wl in (base[1], base[2]):
+            w = change(wl)
+            res = search_shapes(n, lambda fs: evaluate(fs, n, w, cc, lat, 10.0, pf, s_lease))
+            rec, _ = recommend(res)
+            note = ""
+            if rec is None and not w.leaf_parent:
+                w2 = w.variant(leaf_parent=True)
+                rec, _ = recommend(search_shapes(n, lambda fs: evaluate(fs, n, w2, cc, lat, 10.0, pf, s_lease)))
+                note = " (regions under a leaf-owned parent)" if rec else ""
+            rows.append((name, wl.name + note, rec))
+    return rows
+
+
 def per_worker_shape(n):
     """A shape with about one worker a leaf: the least wait any tree gives."""
     fs, leaves = [], 1
@@ -711,12 +739,18 @@ def validation_md(v, c):
     for w, pred, meas, used in v["load"]:
         L.append(f"| {w} | {pred:.0f} | {meas:.0f} | {err(pred, meas)} | {'input' if used else 'predicted'} |")
     L += ["", "### Time on the oversubscribed host", "",
+          "Each core runs its ranks in turn; a call is answered within one round of the leaf's core, in which "
+          "the leaf serves its whole queue: cycle = max((k-1)(t_turn + w) + n S, k t_turn + (W/C)(w + S)) with "
+          "k ranks a core, n workers a leaf, W workers on C cores, w the worker's work between calls (0 remote, "
+          "B leased) and S the request's service (S remote, S_L leased). The alloc phase ends with the slowest "
+          "worker (measured: 1.2-1.9x the mean wait), the model gives the mean one, hence its phase times run "
+          "low.", "",
           f"Fitted: a turn of a rank on a shared core t_turn = {v['t_turn']:.2f} us (remote 1,4,16); the "
           f"lease path under time sharing, the worker's work between leases B = {v['b_os']:.0f} us and a "
           f"LEASE's service S_L = {v['s_lease_os']:.1f} us (local 1,4,16 and local 1). The other three are "
           "predictions.", "",
           "| mode | layout | alloc phase ms, pred | meas | error | mean wait per worker ms, pred | meas | error "
-          "| one scheduler / tree, pred / meas | |", "|---|---|---:|---:|---:|---:|---:|---:|---:|---|"]
+          "| speed-up over one scheduler, pred / meas | |", "|---|---|---:|---:|---:|---:|---:|---:|---:|---|"]
     for r in v["rows"]:
         pa, ma, sa = r["alloc_ms"]
         pw, mw, sw = r["wait_ms"]
@@ -733,7 +767,7 @@ def rhos(r):
 def projection_md(proj):
     L = ["## Projections", "",
          "Per size, workload and one-way latency: the shape recommended, the fewest schedulers that keep "
-         "every one under 70% busy (then the least wait). Wait: per request, the round trip over the "
+         "every one under 70% busy with at most 64 workers a leaf (then the least wait). Wait: per request, the round trip over the "
          "network, the leaf's queue and service; at 10 / 25 GB/s, and in brackets with the leaf on its "
          "workers' node (a shared-memory hop). Floor: the wait with about one worker a leaf. rho: busy "
          "fraction per level, top first. Cross-leaf: the fraction of requests to other leaves' regions "
@@ -754,7 +788,7 @@ def projection_md(proj):
                      f"{o['barrier']:.3g} | {one} |")
             continue
         note = f" ({p['note']})" if p["note"] else ""
-        cross = "-" if p["cross"] is None else f"{p['cross']:.2%}"
+        cross = "-" if p["cross"] is None else f"{100 * p['cross']:.2g}%"
         L.append(f"| {p['workers']} | {p['workload']}{note} | {p['lat']:g} | {rec['shape']} "
                  f"({rec['levels'][-1]['count']} x {rec['n_leaf']}) | {rec['nsched']} | "
                  f"{rec['wait']:.3g} / {p['bw25']['wait']:.3g} [{p['shm']['wait']:.3g}] | "
@@ -837,6 +871,19 @@ def plots(v, proj, out):
     plt.close(fig)
 
 
+def sensitivity_md(rows, n=10_000, lat=3.0):
+    L = [f"## Sensitivity ({n} workers, {lat:g} us, 10 GB/s)", "",
+         "| change | workload | shape (leaves x workers) | schedulers | wait us | rho, top first |",
+         "|---|---|---|---:|---:|---|"]
+    for name, wl, rec in rows:
+        if rec is None:
+            L.append(f"| {name} | {wl} | none under 70% | - | - | - |")
+        else:
+            L.append(f"| {name} | {wl} | {rec['shape']} ({rec['levels'][-1]['count']} x {rec['n_leaf']}) | "
+                     f"{rec['nsched']} | {rec['wait']:.3g} | {rhos(rec)} |")
+    return L
+
+
 def constants_md(c, args):
     return ["## Constants", "",
             "| constant | value | source |", "|---|---:|---|",
@@ -889,14 +936,22 @@ def main():
     md = ["<!-- python3 bench/dist/model.py; docs/dist-scaling.md explains it -->",
           "# dist: a scaling model of the scheduler tree", ""]
     md += constants_md(c, args) + [""] + validation_md(v, c) + [""] + projection_md(proj) + [""]
-    md += levels_md(proj) + [""]
+    md += levels_md(proj) + [""] + sensitivity_md(sensitivity(c, args, v)) + [""]
     if not args.no_plots:
         plots(v, proj, args.out)
         md += ["![validation](model_validation.png)", "", "![projection](model_projection.png)", ""]
     with open(os.path.join(args.out, "model.md"), "w") as f:
         f.write("\n".join(md))
-    print("\n".join(validation_md(v, c)[-9:]))
-    print("\n".join(projection_md(proj)))
+    for r in v["rows"]:
+        print(f"check: {r['mode']:6} {r['layout']:7} alloc phase {r['alloc_ms'][0]:7.0f} ms vs {r['alloc_ms'][1]:7.0f} "
+              f"({err(*r['alloc_ms'][:2])}), mean wait {r['wait_ms'][0]:7.1f} ms vs {r['wait_ms'][1]:7.1f} "
+              f"({err(*r['wait_ms'][:2])}){' [fitted]' if r['fitted'] else ''}")
+    for p in proj:
+        if p["lat"] == 3.0:
+            rec = p["rec"]
+            print(f"recommend: {p['workers']:6} workers, {p['workload']:24}: "
+                  + (f"{rec['shape']} ({rec['levels'][-1]['count']} leaves x {rec['n_leaf']}), wait "
+                     f"{rec['wait']:.3g} us{', ' + p['note'] if p['note'] else ''}" if rec else "none under 70%"))
     print(f"model.py: wrote {os.path.join(args.out, 'model.md')}")
     return 0
 

@@ -145,6 +145,8 @@ def main():
     failed += subprocess.run([sys.executable, os.path.join(DIST, "run_shards.py"), "--build", build, "--out", out,
                               "--no-report"]).returncode != 0
     failed += subprocess.run([sys.executable, os.path.join(DIST, "report.py"), "--dir", out]).returncode != 0
+    # The scaling model (docs/dist-scaling.md), from the committed results: model.md, in about a second.
+    failed += subprocess.run([sys.executable, os.path.join(DIST, "model.py"), "--out", out]).returncode != 0
     return 1 if failed else 0
 
 
