@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "pattern.h"
+#include "tree_shape.h"
 #include "workers.h"
 
 using namespace mmdtest;
@@ -22,15 +23,23 @@ sys_region_stats_t stats_of(rid_t r, int with_subregions) {
   return s;
 }
 
-TEST(Workers, LayoutIsOneSchedulerThenWorkersInRankOrder) {
+// On one host the ranks go leaf by leaf: a leaf scheduler, then its
+// workers; the levels above take the last ranks. With one scheduler: rank 0,
+// then the workers in rank order.
+TEST(Workers, LayoutIsLeafByLeafInRankOrder) {
   int rank = -1, world = 0, wrank = -1, wsize = 0;
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   MPI_Comm_size(MPI_COMM_WORLD, &world);
   MPI_Comm_rank(sys_worker_comm(), &wrank);
   MPI_Comm_size(sys_worker_comm(), &wsize);
-  EXPECT_EQ(sys_worker_id(), rank - 1);
-  EXPECT_EQ(sys_num_workers(), world - 1);
-  EXPECT_EQ(wrank, sys_worker_id());
+  const int nsched = TreeShape::from_env(0).nsched;
+  const TreeShape t = TreeShape::from_env(world - nsched);
+  const int id = sys_worker_id();
+  int leaf = 0;
+  while (id >= t.leaf_first[size_t(leaf)] + t.leaf_workers[size_t(leaf)]) leaf++;
+  EXPECT_EQ(rank, t.leaf_first[size_t(leaf)] + leaf + 1 + (id - t.leaf_first[size_t(leaf)]));
+  EXPECT_EQ(sys_num_workers(), world - nsched);
+  EXPECT_EQ(wrank, id);
   EXPECT_EQ(wsize, sys_num_workers());
 }
 
