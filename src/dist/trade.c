@@ -45,6 +45,12 @@ static uint64_t trade_take_pages(mmd_sched_t *s, uint64_t pages, mmd_ranges_t *o
   return got;
 }
 
+/* A message's items: the page runs, then the ID runs (two lists: a page
+ * run and an ID run that happen to touch must not merge). */
+static int trade_items(mmd_buf_t *b, const mmd_ranges_t *pages, const mmd_ranges_t *ids) {
+  return mmd_buf_put(b, pages->r, pages->n * sizeof *pages->r) | mmd_buf_put(b, ids->r, ids->n * sizeof *ids->r);
+}
+
 static void trade_take_ids(mmd_sched_t *s, uint64_t ids, mmd_ranges_t *out) {
   uint64_t first, n;
   while (ids > 0 && mmd_regions_take_ids(&s->R, ids, &first, &n)) {
@@ -145,12 +151,10 @@ static void trade_return(mmd_sched_t *s) {
     trade_take_pages(s, (s->R.free_slabs - s->high_slabs) / PAGE_SLABS, &pages);
   if (s->R.free_id_count > 2 * s->high_ids) trade_take_ids(s, s->R.free_id_count - s->high_ids, &ids);
   for (size_t i = 0; i < pages.n; i++) mmd_runs_cut(&s->held, pages.r[i].off, pages.r[i].len);
-  if (pages.n || ids.n) {
-    mmd_ranges_t all = pages;
-    for (size_t i = 0; i < ids.n; i++) mmd_ranges_add(&all, ids.r[i].off, ids.r[i].len);
-    mmd_notify(s, MMD_TO_PARENT, MMD_MSG_RETURN, (int64_t[3]){(int64_t)pages.n * 2}, all.r, all.n * 2);
-    pages = all;
-  }
+  mmd_buf_t items = {0};
+  if ((pages.n || ids.n) && trade_items(&items, &pages, &ids) == 0)
+    mmd_notify(s, MMD_TO_PARENT, MMD_MSG_RETURN, (int64_t[3]){(int64_t)pages.n * 2}, items.p, items.len / 8);
+  mmd_buf_free(&items);
   mmd_ranges_free(&pages);
   mmd_ranges_free(&ids);
 }
@@ -206,9 +210,10 @@ void mmd_on_grant(mmd_sched_t *s, const mmd_event_t *ev) {
   for (size_t i = 0; i < pages.n; i++) mmd_truns_add(&s->lent_ranges, pages.r[i].off, pages.r[i].len, (uint32_t)c);
   for (size_t i = 0; i < ids.n; i++) mmd_truns_add(&s->lent_ids, ids.r[i].off, ids.r[i].len, (uint32_t)c);
   s->counts.grants++;
-  size_t page_items = pages.n * 2;
-  for (size_t i = 0; i < ids.n; i++) mmd_ranges_add(&pages, ids.r[i].off, ids.r[i].len);
-  mmd_answer(s, ev, 0, (int64_t)page_items, pages.r, pages.n * 2);
+  mmd_buf_t items = {0};
+  int rc = trade_items(&items, &pages, &ids);
+  mmd_answer(s, ev, rc, rc ? 0 : (int64_t)pages.n * 2, items.p, rc ? 0 : items.len / 8);
+  mmd_buf_free(&items);
   mmd_ranges_free(&pages);
   mmd_ranges_free(&ids);
 }
@@ -250,15 +255,14 @@ static void reclaim_done(mmd_sched_t *s, mmd_job_t *job) {
     s->reclaim_pending = false;
     return trade_unpark(s, false);
   }
-  mmd_ranges_t all = {0};
-  trade_take_pages(s, s->R.free_slabs / PAGE_SLABS, &all);
-  for (size_t i = 0; i < all.n; i++) mmd_runs_cut(&s->held, all.r[i].off, all.r[i].len);
-  size_t page_items = all.n * 2;
-  trade_take_ids(s, s->R.free_id_count, &all);
-  job->status = 0;
-  job->val = (int64_t)page_items;
-  if (mmd_buf_put(&job->out, all.r, all.n * 16) != 0) job->status = SYS_ERR_NOMEM;
-  mmd_ranges_free(&all);
+  mmd_ranges_t pages = {0}, ids = {0};
+  trade_take_pages(s, s->R.free_slabs / PAGE_SLABS, &pages);
+  for (size_t i = 0; i < pages.n; i++) mmd_runs_cut(&s->held, pages.r[i].off, pages.r[i].len);
+  trade_take_ids(s, s->R.free_id_count, &ids);
+  job->status = trade_items(&job->out, &pages, &ids);
+  job->val = (int64_t)pages.n * 2;
+  mmd_ranges_free(&pages);
+  mmd_ranges_free(&ids);
   mmd_job_answer(s, job);
 }
 
