@@ -29,6 +29,10 @@ void mmd_job_answer(mmd_sched_t *s, mmd_job_t *job) {
   mmd_job_free(job);
 }
 
+void mmd_job_start(mmd_sched_t *s, mmd_job_t *job) {
+  if (job->waiting == 0) job->done(s, job);
+}
+
 void mmd_job_settle(mmd_sched_t *s, mmd_job_t *job) {
   if (--job->waiting == 0) job->done(s, job);
 }

@@ -6,11 +6,6 @@
 #include <string.h>
 #include "scheduler.h"
 
-/* Starts a job once its requests are out: done now if none was needed. */
-static void job_start(mmd_sched_t *s, mmd_job_t *job) {
-  if (job->waiting == 0) job->done(s, job);
-}
-
 /* g's ID and its ancestors' (the root aside), nearest first, whichever
  * scheduler they live on. */
 static int region_chain(const mmd_sched_t *s, const mmd_region_t *g, mmd_buf_t *out) {
@@ -147,7 +142,7 @@ void mmd_on_rfree(mmd_sched_t *s, const mmd_event_t *ev) {
   if (!from_owner && g->nancestors > 0)
     mmd_notify(s, MMD_TO_PARENT, MMD_MSG_UNLINK, (int64_t[3]){g->ancestors[0], g->rid}, NULL, 0);
   mmd_region_destroy(&s->R, a[0]);
-  job_start(s, job);
+  mmd_job_start(s, job);
 }
 
 /* ---------------------------------------------------------------------------
@@ -209,5 +204,5 @@ void mmd_on_stats(mmd_sched_t *s, const mmd_event_t *ev) {
     for (uint32_t k = 0; k < r->nkids; k++)
       mmd_send_request(s, r->kids[k].child, job, on_kid_stats, a[1] != 0, ev->leaf, MMD_MSG_STATS,
                        (int64_t[3]){r->kids[k].rid, a[1] != 0}, NULL, 0);
-  job_start(s, job);
+  mmd_job_start(s, job);
 }

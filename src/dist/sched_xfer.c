@@ -66,10 +66,6 @@ static void splits_send(mmd_sched_t *s, mmd_job_t *job, split_t *sp, const mmd_e
   free(sp);
 }
 
-static void job_start(mmd_sched_t *s, mmd_job_t *job) {
-  if (job->waiting == 0) job->done(s, job);
-}
-
 /* ---------------------------------------------------------------------------
  * PACK
  * ------------------------------------------------------------------------- */
@@ -166,7 +162,7 @@ void mmd_on_pack(mmd_sched_t *s, const mmd_event_t *ev) {
   }
   if (job->status == 0) splits_send(s, job, sp, ev, MMD_MSG_PACK, on_packed, NULL, 0);
   else free(sp);   /* nothing sent on: the error is known */
-  job_start(s, job);
+  mmd_job_start(s, job);
 }
 
 /* ---------------------------------------------------------------------------
@@ -293,7 +289,7 @@ void mmd_on_live(mmd_sched_t *s, const mmd_event_t *ev) {
     else if (route != MMD_NOWHERE) split_add(split_for(s, sp, route), false, (uint64_t)conf[i], 0);
   }
   splits_send(s, job, sp, ev, MMD_MSG_LIVE, on_live_part, set.rids, set.n);
-  job_start(s, job);
+  mmd_job_start(s, job);
 }
 
 /* ---------------------------------------------------------------------------
@@ -323,5 +319,5 @@ void mmd_on_sched_stats(mmd_sched_t *s, const mmd_event_t *ev) {
   }
   for (int c = 0; c < s->nchildren; c++)
     mmd_send_request(s, c, job, on_child_counts, 0, ev->leaf, MMD_MSG_SCHED_STATS, (int64_t[3]){0}, NULL, 0);
-  job_start(s, job);
+  mmd_job_start(s, job);
 }

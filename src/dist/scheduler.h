@@ -142,6 +142,8 @@ int mmd_notify(mmd_sched_t *s, int to, uint32_t type, const int64_t arg[3], cons
 mmd_reply_fn mmd_reply_keep;
 /* Passes ev on as it is; its reply goes back unchanged. */
 void mmd_forward(mmd_sched_t *s, const mmd_event_t *ev, int to);
+/* Its requests are out: runs done now if none was needed. */
+void mmd_job_start(mmd_sched_t *s, mmd_job_t *job);
 /* One reply of a job is in: runs done when none is due. */
 void mmd_job_settle(mmd_sched_t *s, mmd_job_t *job);
 /* Answers the job's origin with its status, val and out, and frees it. */

@@ -269,7 +269,7 @@ static void reclaim_done(mmd_sched_t *s, mmd_job_t *job) {
 static void reclaim_children(mmd_sched_t *s, mmd_job_t *job) {
   for (int c = 0; c < s->nchildren; c++)
     mmd_send_request(s, c, job, on_reclaimed, (uint64_t)c, -1, MMD_MSG_RECLAIM, (int64_t[3]){0}, NULL, 0);
-  if (job->waiting == 0) job->done(s, job);
+  mmd_job_start(s, job);
 }
 
 static void trade_reclaim(mmd_sched_t *s) {
