@@ -6,11 +6,10 @@
  * Each worker builds a list of L nodes of 256 B in a region of its own:
  *   --variant alloc    one sys_alloc per node, as the paper does;
  *   --variant balloc   all L nodes from one sys_balloc.
- * In each stage the two workers of a pair send each other their list
- * (sys_send of the region and the head object: one transfer of the memory
- * the region occupies, no pointer rewritten), walk and modify every node of
- * the list received, and send it back. Sends block as MPI_Send does, so the
- * lower worker of a pair sends first and the higher one receives first.
+ * In each stage the two workers of a pair swap their lists (sys_sendrecv of
+ * the region and the head object: one transfer of the memory the region
+ * occupies each way, no pointer rewritten, as the MPI peers' MPI_Sendrecv),
+ * walk and modify every node of the list received, and swap them back.
  * Build time includes sys_ralloc; the region is freed (sys_rfree, untimed)
  * after the checks. The tree of schedulers is MANYMALLOC_SCHEDULERS's.
  *
@@ -54,31 +53,16 @@ static long lists_walk(list_node_t *head, int owner, int me, long len) {
   return bad + (i != len);
 }
 
-static void lists_send(int peer, rid_t r, list_node_t *head) {
-  void *obj = head;
-  int rc = sys_send(peer, &r, 1, &obj, 1);
-  if (rc != 0) lists_fail("sys_send", rc);
-}
-
-static list_node_t *lists_recv(int peer, rid_t *r) {
-  void *obj = NULL;
-  int rc = sys_recv(peer, r, 1, &obj, 1);
-  if (rc != 0) lists_fail("sys_recv", rc);
-  return obj;
-}
-
-/* One stage with peer: the lists there and back, the peer's walked. */
+/* One stage with peer: the lists swapped there and back (sys_sendrecv),
+ * the peer's walked and modified in between. */
 static long lists_stage(int me, int peer, rid_t mine, list_node_t *head, long len) {
-  rid_t theirs, back;
-  list_node_t *their_head, *back_head;
-  int first = me < peer;
-  if (first) lists_send(peer, mine, head);
-  their_head = lists_recv(peer, &theirs);
-  if (!first) lists_send(peer, mine, head);
+  rid_t theirs = SYS_NO_REGION, back = SYS_NO_REGION;
+  void *obj = head, *their_head = NULL, *back_head = NULL;
+  int rc = sys_sendrecv(peer, &mine, 1, &obj, 1, &theirs, 1, &their_head, 1);
+  if (rc != 0) lists_fail("sys_sendrecv", rc);
   long bad = lists_walk(their_head, peer, me, len);
-  if (first) lists_send(peer, theirs, their_head);
-  back_head = lists_recv(peer, &back);
-  if (!first) lists_send(peer, theirs, their_head);
+  rc = sys_sendrecv(peer, &theirs, 1, &their_head, 1, &back, 1, &back_head, 1);
+  if (rc != 0) lists_fail("sys_sendrecv", rc);
   return bad + (back != mine || back_head != head);
 }
 

@@ -150,6 +150,19 @@ int sys_send(int peer_worker, rid_t *regions, int num_regions,
 int sys_recv(int peer_worker, rid_t *regions, int num_regions,
              void **objects, int num_objects);
 
+/* sys_send() to peer_worker and sys_recv() from it at once, as
+ * MPI_Sendrecv: the peer calls sys_sendrecv() with this worker, and the
+ * memory moves both ways in one exchange. What is sent and what arrives
+ * must not share memory (both held a copy of one region, say): then both
+ * calls return SYS_ERR_ARG and nothing moves. Returns 0, the sending side's
+ * errors as sys_send() (nothing arrives then either, and the peer's call
+ * returns SYS_ERR_PEER), SYS_ERR_PEER when the peer's sending side failed
+ * (nothing is sent then), or SYS_ERR_TRUNCATE as sys_recv(). */
+int sys_sendrecv(int peer_worker, rid_t *send_regions, int num_send_regions,
+                 void **send_objects, int num_send_objects,
+                 rid_t *recv_regions, int num_recv_regions,
+                 void **recv_objects, int num_recv_objects);
+
 /* A barrier of all workers. It also orders every sys_rfree() before it
  * ahead of every allocation after it, in every worker: a worker allocating
  * from slabs leased to it hears of a peer's sys_rfree() at its next call

@@ -1,5 +1,6 @@
 /* ranges.c: growable lists of (offset, length) byte ranges. */
 #include <stdlib.h>
+#include <string.h>
 #include "ranges.h"
 #include "manymalloc/myrmics.h"
 
@@ -76,4 +77,29 @@ int mmd_ranges_split(mmd_ranges_t *l, uint64_t max) {
   }
   l->n = pieces;
   return 0;
+}
+
+static bool ranges_sorted_copy(const mmd_ranges_t *l, mmd_ranges_t *copy) {
+  *copy = (mmd_ranges_t){0};
+  if (ranges_reserve(copy, l->n) != 0) return false;
+  memcpy(copy->r, l->r, l->n * sizeof *l->r);
+  copy->n = l->n;
+  mmd_ranges_normalize(copy);
+  return true;
+}
+
+bool mmd_ranges_overlap(const mmd_ranges_t *a, const mmd_ranges_t *b) {
+  mmd_ranges_t x = {0}, y = {0};
+  bool overlap = true;   /* what a failed copy answers: the caller takes the safe way */
+  if (ranges_sorted_copy(a, &x) && ranges_sorted_copy(b, &y)) {
+    overlap = false;
+    for (size_t i = 0, j = 0; !overlap && i < x.n && j < y.n;) {
+      if (x.r[i].off + x.r[i].len <= y.r[j].off) i++;
+      else if (y.r[j].off + y.r[j].len <= x.r[i].off) j++;
+      else overlap = true;
+    }
+  }
+  mmd_ranges_free(&x);
+  mmd_ranges_free(&y);
+  return overlap;
 }

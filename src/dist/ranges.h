@@ -5,6 +5,7 @@
 #ifndef MMD_RANGES_H
 #define MMD_RANGES_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -28,5 +29,8 @@ void mmd_ranges_normalize(mmd_ranges_t *l);
 uint64_t mmd_ranges_bytes(const mmd_ranges_t *l);
 /* Splits every range longer than max into pieces of at most max bytes. */
 int mmd_ranges_split(mmd_ranges_t *l, uint64_t max);
+/* Whether a and b (in any order) share a byte; true also when memory for
+ * the sorted copies runs out. */
+bool mmd_ranges_overlap(const mmd_ranges_t *a, const mmd_ranges_t *b);
 
 #endif

@@ -184,6 +184,14 @@ int mmd_tp_recv_msg(int peer_worker, mmd_buf_t *b) {
   return tp_recv_into(tp.peers, peer_worker, TAG_HEADER, b, NULL);
 }
 
+int mmd_tp_exchange_msg(int peer_worker, const mmd_buf_t *out, mmd_buf_t *in) {
+  MPI_Request req;
+  TP_CHECK(MPI_Isend(out->p, (int)out->len, MPI_BYTE, peer_worker, TAG_HEADER, tp.peers, &req));
+  int rc = tp_recv_into(tp.peers, peer_worker, TAG_HEADER, in, NULL);
+  TP_CHECK(MPI_Wait(&req, MPI_STATUS_IGNORE));
+  return rc;
+}
+
 /* One datatype for the whole list: block i is ranges[i] at its address. */
 static int tp_ranges_type(uintptr_t base, const mmd_ranges_t *l, MPI_Datatype *type) {
   int *lens = malloc(l->n * sizeof *lens);
@@ -210,6 +218,23 @@ static int tp_move_ranges(bool send, int peer, uintptr_t base, const mmd_ranges_
                  : MPI_Recv(MPI_BOTTOM, 1, type, peer, TAG_DATA, tp.peers, MPI_STATUS_IGNORE);
   MPI_Type_free(&type);
   return mpi == MPI_SUCCESS ? 0 : SYS_ERR_MPI;
+}
+
+/* Both directions at once: out's ranges to the peer while its ranges arrive
+ * in in's. The two lists must not overlap (MPI_Sendrecv's rule). */
+int mmd_tp_exchange_ranges(int peer_worker, uintptr_t base, const mmd_ranges_t *out, const mmd_ranges_t *in) {
+  MPI_Datatype types[2] = {MPI_BYTE, MPI_BYTE};
+  const mmd_ranges_t *lists[2] = {out, in};
+  int rc = 0;
+  for (int i = 0; i < 2 && rc == 0; i++)
+    if (lists[i]->n) rc = tp_ranges_type(base, lists[i], &types[i]);
+  if (rc == 0 && MPI_Sendrecv(MPI_BOTTOM, out->n ? 1 : 0, types[0], peer_worker, TAG_DATA, MPI_BOTTOM,
+                              in->n ? 1 : 0, types[1], peer_worker, TAG_DATA, tp.peers,
+                              MPI_STATUS_IGNORE) != MPI_SUCCESS)
+    rc = SYS_ERR_MPI;
+  for (int i = 0; i < 2; i++)
+    if (types[i] != MPI_BYTE) MPI_Type_free(&types[i]);
+  return rc;
 }
 
 int mmd_tp_send_ranges(int peer_worker, uintptr_t base, const mmd_ranges_t *l) {

@@ -45,6 +45,10 @@ int mmd_tp_send_msg(int peer_worker, const mmd_buf_t *b);
 int mmd_tp_recv_msg(int peer_worker, mmd_buf_t *b);
 int mmd_tp_send_ranges(int peer_worker, uintptr_t base, const mmd_ranges_t *l);
 int mmd_tp_recv_ranges(int peer_worker, uintptr_t base, const mmd_ranges_t *l);
+/* Both ways at once, as MPI_Sendrecv: a message each, then the ranges (the
+ * outgoing and incoming lists must not overlap). */
+int mmd_tp_exchange_msg(int peer_worker, const mmd_buf_t *out, mmd_buf_t *in);
+int mmd_tp_exchange_ranges(int peer_worker, uintptr_t base, const mmd_ranges_t *out, const mmd_ranges_t *in);
 
 /* The largest range one datatype block can carry. */
 #define MMD_TP_MAX_BLOCK (1ull << 30)

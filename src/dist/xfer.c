@@ -1,12 +1,14 @@
-/* xfer.c: sys_send, sys_recv and sys_barrier. The sender asks its scheduler
- * to pack the regions (with their sub-regions) and objects into (offset,
- * length) runs, sends the receiver one header with the region IDs, the
- * object offsets, the objects' regions and the runs, then the memory itself
- * in one transfer. A sender that fails still sends a header, carrying its
- * error, so that the receiver returns instead of waiting forever. */
+/* xfer.c: sys_send, sys_recv, sys_sendrecv and sys_barrier. The sender asks
+ * its scheduler to pack the regions (with their sub-regions) and objects into
+ * (offset, length) runs, sends the receiver one header with the region IDs,
+ * the object offsets, the objects' regions and the runs, then the memory
+ * itself in one transfer. A sender that fails still sends a header, carrying
+ * its error, so that the receiver returns instead of waiting forever.
+ * sys_sendrecv swaps the headers, then moves the memory both ways at once. */
 #include "errors.h"
 #include "transport.h"
 #include "worker.h"
+#include "space.h"
 
 typedef struct mmd_xfer_hdr {
   int64_t status;      /* the sender's error, or 0 */
@@ -18,15 +20,6 @@ typedef struct mmd_xfer_hdr {
 
 static bool xfer_peer_ok(const mmd_worker_t *w, int peer) {
   return peer >= 0 && peer < w->nworkers && peer != w->id;
-}
-
-static int xfer_send_failure(int peer, int code) {
-  mmd_buf_t b = {0};
-  mmd_xfer_hdr_t h = {.status = code};
-  mmd_buf_put(&b, &h, sizeof h);
-  mmd_tp_send_msg(peer, &b);
-  mmd_buf_free(&b);
-  return code;
 }
 
 /* The header's first part, which is also the PACK request's items: the
@@ -54,94 +47,166 @@ static int xfer_pack(mmd_worker_t *w, const mmd_buf_t *b, int nr, int no, int64_
   return rc;
 }
 
-/* Completes the header with what the pack reply gave (the objects'
- * regions, then the runs) and sends it. */
-static int xfer_send_header(mmd_worker_t *w, int peer, mmd_buf_t *b, int no) {
+/* Completes the header with what the pack reply gave: the objects'
+ * regions, then the runs. */
+static int xfer_complete_header(mmd_worker_t *w, mmd_buf_t *b, int no) {
   const mmd_rep_view_t *v = &w->reply;
   size_t range_items = (size_t)v->hdr->val;
   ((mmd_xfer_hdr_t *)b->p)->nranges = (uint32_t)(range_items / 2);
   if (mmd_buf_put(b, v->items + range_items, (size_t)no * 8) != 0 ||
       mmd_buf_put(b, v->items, range_items * 8) != 0)
     return SYS_ERR_NOMEM;
-  return mmd_tp_send_msg(peer, b);
+  return 0;
 }
 
-static void xfer_fail_item(int rc, int peer, rid_t *regions, int nr, void **objects, int64_t bad) {
-  if (bad < nr) mmd_fail(rc, "sys_send", "to worker %d, region %lld", peer, (long long)regions[bad]);
-  else mmd_fail(rc, "sys_send", "to worker %d, object %p", peer, objects[bad - nr]);
+static void xfer_fail_item(int rc, const char *call, int peer, rid_t *regions, int nr, void **objects,
+                           int64_t bad) {
+  if (bad < nr) mmd_fail(rc, call, "to worker %d, region %lld", peer, (long long)regions[bad]);
+  else mmd_fail(rc, call, "to worker %d, object %p", peer, objects[bad - nr]);
+}
+
+/* The outgoing side: b becomes the header and *runs the memory to send
+ * (inside the pack reply: read it before the next call). On failure b is a
+ * header carrying the error, so that the peer returns instead of waiting,
+ * and the one line is printed. */
+static int xfer_outgoing(mmd_worker_t *w, const char *call, int peer, rid_t *regions, int nr, void **objects,
+                         int no, mmd_buf_t *b, mmd_ranges_t *runs) {
+  int64_t bad = 0;
+  int rc = nr < 0 || no < 0 || (nr && !regions) || (no && !objects) ? SYS_ERR_ARG : 0;
+  if (rc == 0) rc = xfer_named(w, b, regions, nr, objects, no, &bad);
+  if (rc == 0 && (rc = xfer_pack(w, b, nr, no, &bad)) > 0) rc = 0;
+  if (rc == 0) {
+    size_t nruns = (size_t)w->reply.hdr->val / 2;
+    *runs = (mmd_ranges_t){.r = (mmd_range_t *)w->reply.items, .n = nruns, .cap = nruns};
+    rc = xfer_complete_header(w, b, no);
+  }
+  if (rc == 0) return 0;
+  b->len = 0;
+  mmd_buf_put(b, &(mmd_xfer_hdr_t){.status = rc}, sizeof(mmd_xfer_hdr_t));
+  if (rc == SYS_ERR_ARG || rc == SYS_ERR_NOMEM || rc == SYS_ERR_MPI) mmd_fail(rc, call, "to worker %d", peer);
+  else xfer_fail_item(rc, call, peer, regions, nr, objects, bad);
+  return rc;
 }
 
 int sys_send(int peer_worker, rid_t *regions, int num_regions, void **objects, int num_objects) {
   mmd_worker_t *w = mmd_self;
   if (w == NULL) return mmd_fail(SYS_ERR_STATE, "sys_send", "to worker %d", peer_worker);
   if (!xfer_peer_ok(w, peer_worker)) return mmd_fail(SYS_ERR_PEER, "sys_send", "to worker %d", peer_worker);
-  if (num_regions < 0 || num_objects < 0 || (num_regions && !regions) || (num_objects && !objects))
-    return mmd_fail(xfer_send_failure(peer_worker, SYS_ERR_ARG), "sys_send", "to worker %d", peer_worker);
-  int64_t bad = 0;
   mmd_buf_t b = {0};
-  int rc = xfer_named(w, &b, regions, num_regions, objects, num_objects, &bad);
-  if (rc == 0) rc = xfer_pack(w, &b, num_regions, num_objects, &bad);
-  if (rc < 0) {
-    mmd_buf_free(&b);
-    xfer_send_failure(peer_worker, rc);
-    xfer_fail_item(rc, peer_worker, regions, num_regions, objects, bad);
-    return rc;
-  }
-  const mmd_range_t *runs = (const mmd_range_t *)w->reply.items;
-  size_t nruns = (size_t)w->reply.hdr->val / 2;
-  mmd_ranges_t l = {.r = (mmd_range_t *)runs, .n = nruns, .cap = nruns};  /* read before any call */
-  rc = xfer_send_header(w, peer_worker, &b, num_objects);
+  mmd_ranges_t runs = {0};
+  int rc = xfer_outgoing(w, "sys_send", peer_worker, regions, num_regions, objects, num_objects, &b, &runs);
+  int sent = mmd_tp_send_msg(peer_worker, &b);
   mmd_buf_free(&b);
-  if (rc == 0) rc = mmd_tp_send_ranges(peer_worker, w->base, &l);
-  return rc < 0 ? mmd_fail(rc, "sys_send", "to worker %d", peer_worker) : 0;
+  if (rc != 0) return rc;
+  if (sent == 0) sent = mmd_tp_send_ranges(peer_worker, w->base, &runs);
+  return sent < 0 ? mmd_fail(sent, "sys_send", "to worker %d", peer_worker) : 0;
 }
 
 /* ---------------------------------------------------------------------------
  * Receiving
  * ------------------------------------------------------------------------- */
 
-static void xfer_fill(mmd_worker_t *w, const mmd_xfer_hdr_t *h, rid_t *regions, int nr, void **objects,
-                      int no) {
+/* 0 when b is a well-formed header without an error; SYS_ERR_PEER when it
+ * carries the sender's error. */
+static int xfer_incoming_ok(const mmd_buf_t *b) {
+  const mmd_xfer_hdr_t *h = (const mmd_xfer_hdr_t *)b->p;
+  if (b->len < sizeof *h) return SYS_ERR_MPI;
+  if (h->status != 0) return SYS_ERR_PEER;
+  return b->len == sizeof *h + 8ull * (h->nregions + 2ull * h->nobjects) + 16ull * h->nranges ? 0 : SYS_ERR_MPI;
+}
+
+/* The memory an incoming header announces, its pages made ready. */
+static mmd_ranges_t xfer_incoming_runs(mmd_worker_t *w, const mmd_xfer_hdr_t *h) {
+  const mmd_range_t *r = (const mmd_range_t *)((const uint64_t *)(h + 1) + h->nregions + 2ull * h->nobjects);
+  mmd_ranges_t l = {.r = (mmd_range_t *)r, .n = h->nranges, .cap = h->nranges};
+  for (size_t i = 0; i < l.n; i++) mmd_space_prefault(w->base, l.r[i].off, l.r[i].len);
+  return l;
+}
+
+/* Records what arrived as resident, with the regions it came from. */
+static void xfer_arrived(mmd_worker_t *w, const mmd_xfer_hdr_t *h, const mmd_ranges_t *l) {
+  const int64_t *rids = (const int64_t *)(h + 1), *owners = rids + h->nregions + h->nobjects;
+  for (uint32_t i = 0; i < h->nregions; i++) mmd_resident_touch(w, rids[i]);
+  for (uint32_t i = 0; i < h->nobjects; i++) mmd_resident_touch(w, owners[i]);
+  for (size_t i = 0; i < l->n; i++) mmd_resident_add(w, l->r[i].off, l->r[i].len);
+}
+
+/* Fills the caller's arrays from the header (h NULL: nothing arrived);
+ * SYS_ERR_TRUNCATE when they are too small. */
+static int xfer_fill(mmd_worker_t *w, const mmd_xfer_hdr_t *h, rid_t *regions, int nr, void **objects,
+                     int no) {
+  mmd_xfer_hdr_t none = {0};
+  if (h == NULL) h = &none;
   const int64_t *rids = (const int64_t *)(h + 1);
   const uint64_t *offs = (const uint64_t *)(rids + h->nregions);
   for (int i = 0; i < nr; i++) regions[i] = (uint32_t)i < h->nregions ? rids[i] : SYS_NO_REGION;
   for (int i = 0; i < no; i++) objects[i] = (uint32_t)i < h->nobjects ? mmd_ptr(w, offs[i]) : NULL;
+  return h->nregions > (uint32_t)nr || h->nobjects > (uint32_t)no ? SYS_ERR_TRUNCATE : 0;
 }
 
-static int xfer_recv_data(mmd_worker_t *w, int peer, const mmd_xfer_hdr_t *h) {
-  const mmd_range_t *r = (const mmd_range_t *)((const uint64_t *)(h + 1) + h->nregions + 2ull * h->nobjects);
-  mmd_ranges_t l = {.r = (mmd_range_t *)r, .n = h->nranges, .cap = h->nranges};
-  int rc = mmd_tp_recv_ranges(peer, w->base, &l);
-  if (rc != 0) return rc;
-  const int64_t *rids = (const int64_t *)(h + 1), *owners = rids + h->nregions + h->nobjects;
-  for (uint32_t i = 0; i < h->nregions; i++) mmd_resident_touch(w, rids[i]);
-  for (uint32_t i = 0; i < h->nobjects; i++) mmd_resident_touch(w, owners[i]);
-  for (size_t i = 0; i < l.n; i++) mmd_resident_add(w, l.r[i].off, l.r[i].len);
-  return 0;
+static bool xfer_arrays_ok(rid_t *regions, int nr, void **objects, int no) {
+  return nr >= 0 && no >= 0 && (nr == 0 || regions) && (no == 0 || objects);
 }
 
 int sys_recv(int peer_worker, rid_t *regions, int num_regions, void **objects, int num_objects) {
   mmd_worker_t *w = mmd_self;
   if (w == NULL) return mmd_fail(SYS_ERR_STATE, "sys_recv", "from worker %d", peer_worker);
   if (!xfer_peer_ok(w, peer_worker)) return mmd_fail(SYS_ERR_PEER, "sys_recv", "from worker %d", peer_worker);
-  if (num_regions < 0 || num_objects < 0 || (num_regions && !regions) || (num_objects && !objects))
+  if (!xfer_arrays_ok(regions, num_regions, objects, num_objects))
     num_regions = num_objects = 0;   /* still receive, then report the arrays too small */
   mmd_buf_t b = {0};
   int rc = mmd_tp_recv_msg(peer_worker, &b);
   const mmd_xfer_hdr_t *h = (const mmd_xfer_hdr_t *)b.p;
-  if (rc == 0 && (b.len < sizeof *h || (h->status == 0 && b.len != sizeof *h + 8ull * (h->nregions + 2ull * h->nobjects) + 16ull * h->nranges)))
-    rc = SYS_ERR_MPI;
-  if (rc == 0 && h->status != 0) rc = SYS_ERR_PEER;
-  if (rc == 0) rc = xfer_recv_data(w, peer_worker, h);
+  if (rc == 0) rc = xfer_incoming_ok(&b);
   if (rc == 0) {
-    xfer_fill(w, h, regions, num_regions, objects, num_objects);
-    if (h->nregions > (uint32_t)num_regions || h->nobjects > (uint32_t)num_objects) rc = SYS_ERR_TRUNCATE;
-  } else {
-    xfer_fill(w, &(mmd_xfer_hdr_t){0}, regions, num_regions, objects, num_objects);
+    mmd_ranges_t l = xfer_incoming_runs(w, h);
+    rc = mmd_tp_recv_ranges(peer_worker, w->base, &l);
+    if (rc == 0) xfer_arrived(w, h, &l);
   }
+  int filled = xfer_fill(w, rc == 0 ? h : NULL, regions, num_regions, objects, num_objects);
+  if (rc == 0) rc = filled;
   mmd_buf_free(&b);
   if (w->resident.check_due) mmd_resident_check(w);   /* a receiver may never call otherwise */
   return rc < 0 ? mmd_fail(rc, "sys_recv", "from worker %d", peer_worker) : 0;
+}
+
+/* ---------------------------------------------------------------------------
+ * Both ways at once
+ * ------------------------------------------------------------------------- */
+
+int sys_sendrecv(int peer_worker, rid_t *send_regions, int num_send_regions, void **send_objects,
+                 int num_send_objects, rid_t *recv_regions, int num_recv_regions, void **recv_objects,
+                 int num_recv_objects) {
+  mmd_worker_t *w = mmd_self;
+  if (w == NULL) return mmd_fail(SYS_ERR_STATE, "sys_sendrecv", "with worker %d", peer_worker);
+  if (!xfer_peer_ok(w, peer_worker)) return mmd_fail(SYS_ERR_PEER, "sys_sendrecv", "with worker %d", peer_worker);
+  if (!xfer_arrays_ok(recv_regions, num_recv_regions, recv_objects, num_recv_objects))
+    num_recv_regions = num_recv_objects = 0;
+  mmd_buf_t out = {0}, in = {0};
+  mmd_ranges_t runs = {0};
+  int mine = xfer_outgoing(w, "sys_sendrecv", peer_worker, send_regions, num_send_regions, send_objects,
+                           num_send_objects, &out, &runs);
+  int rc = mmd_tp_exchange_msg(peer_worker, &out, &in);
+  const mmd_xfer_hdr_t *h = (const mmd_xfer_hdr_t *)in.p;
+  bool shared = false;
+  if (rc == 0) rc = xfer_incoming_ok(&in);
+  if (rc == 0 && mine == 0) {   /* both sides know whether both headers were good */
+    mmd_ranges_t l = xfer_incoming_runs(w, h);
+    /* Sharing bytes, the two ways could not both see the other's old
+     * contents; both sides find it and refuse, as MPI_Sendrecv would. */
+    shared = mmd_ranges_overlap(&runs, &l);
+    rc = shared ? SYS_ERR_ARG : mmd_tp_exchange_ranges(peer_worker, w->base, &runs, &l);
+    if (rc == 0) xfer_arrived(w, h, &l);
+  }
+  int filled = xfer_fill(w, rc == 0 && mine == 0 ? h : NULL, recv_regions, num_recv_regions, recv_objects,
+                         num_recv_objects);
+  if (rc == 0) rc = filled;
+  mmd_buf_free(&out);
+  mmd_buf_free(&in);
+  if (w->resident.check_due) mmd_resident_check(w);
+  if (mine != 0) return mine;   /* its line is printed */
+  if (shared) return mmd_fail(rc, "sys_sendrecv", "with worker %d: what goes and what comes share memory", peer_worker);
+  return rc < 0 ? mmd_fail(rc, "sys_sendrecv", "with worker %d", peer_worker) : 0;
 }
 
 int sys_barrier(void) {

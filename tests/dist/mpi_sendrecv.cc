@@ -2,7 +2,9 @@
 // that are traversed on the receiver as they are (a linked list there and
 // back, a tree whose levels are nested regions), loose objects, regions and
 // objects together, large objects, and every worker sending at once in a
-// ring. Needs at least 3 workers; pairwise cases use workers 0 and 1.
+// ring; sys_sendrecv both ways at once, refused where both sides hold the
+// memory, and failing on both sides when one names a freed region. Needs at
+// least 3 workers; pairwise cases use workers 0 and 1.
 #include <gtest/gtest.h>
 #include <manymalloc/myrmics.h>
 
@@ -379,6 +381,121 @@ TEST(SendRecv, RingEveryWorkerSendsToTheNext) {
   sys_barrier();
   EXPECT_EQ(sys_alloc(64, r), nullptr);
   EXPECT_EQ(sys_last_error(), SYS_ERR_NOREGION);
+}
+
+// ---- both ways at once ---------------------------------------------------------
+
+// A region of objects of several sizes (small, and large past a slab),
+// filled with the pattern of `writer`.
+rid_t filled_region(Manifest *m, uint64_t writer) {
+  rid_t r = sys_ralloc(0, 0);
+  if (r < 0) return r;
+  for (int i = 0; i < 150; i++) {
+    const size_t size = i < 140 ? size_t(48 + 24 * i) : size_t(9000 + 100 * i);
+    void *p = sys_alloc(size, r);
+    if (p == nullptr) return sys_last_error();
+    m->fill(p, size, seed_of(writer, uint64_t(i)));
+  }
+  return r;
+}
+
+// Rewrites every listed object with the pattern of `writer`.
+Manifest rewritten(const Manifest &m, uint64_t writer) {
+  Manifest out;
+  for (size_t i = 0; i < m.count(); i++) out.fill(m.address(i), size_t(m.words[3 * i + 1]), seed_of(writer, i));
+  return out;
+}
+
+TEST(SendRecv, PairSwapsRegionsBothWaysAtOnceAndBack) {
+  if (me() > 1) return;
+  const int peer = 1 - me();
+  Manifest mine;
+  const rid_t r = filled_region(&mine, uint64_t(me()));
+  ASSERT_GT(r, 0) << sys_strerror(int(r));
+  void *first = mine.address(0);
+  send_manifest(peer, mine);
+  const Manifest theirs = recv_manifest(peer);
+
+  rid_t got[2] = {0, 0};
+  void *objs[1] = {nullptr};
+  ASSERT_EQ(sys_sendrecv(peer, const_cast<rid_t *>(&r), 1, &first, 1, got, 2, objs, 1), SYS_OK);
+  EXPECT_NE(got[0], r);
+  EXPECT_EQ(got[1], SYS_NO_REGION);
+  EXPECT_EQ(objs[0], theirs.address(0));
+  EXPECT_TRUE(theirs.intact()) << "the peer's region, arrived";
+  EXPECT_TRUE(mine.intact()) << "this worker's region, after sending it";
+
+  // Each rewrites the region it received and swaps it back for its own.
+  const Manifest theirs_now = rewritten(theirs, uint64_t(10 + me()));
+  rid_t back = 0;
+  ASSERT_EQ(sys_sendrecv(peer, got, 1, nullptr, 0, &back, 1, nullptr, 0), SYS_OK);
+  EXPECT_EQ(back, r);
+  EXPECT_TRUE(rewritten(mine, uint64_t(10 + peer)).intact()) << "own region, as the peer rewrote it";
+  EXPECT_TRUE(theirs_now.intact()) << "the copy sent back stays as it was";
+  send_words(peer, {1});
+  recv_words(peer);   // both checked before either frees
+  EXPECT_EQ(sys_rfree(r), SYS_OK);
+}
+
+TEST(SendRecv, SwapOfMemoryBothSidesHoldIsRefusedOnBothAndMovesNothing) {
+  if (me() > 1) return;
+  const int peer = 1 - me();
+  // Worker 0 makes a region and gives worker 1 a copy: both now hold it.
+  Manifest m;
+  rid_t r = 0;
+  if (me() == 0) {
+    r = filled_region(&m, 0);
+    ASSERT_GT(r, 0);
+    ASSERT_EQ(sys_send(1, &r, 1, nullptr, 0), SYS_OK);
+    send_manifest(1, m);
+  } else {
+    ASSERT_EQ(sys_recv(0, &r, 1, nullptr, 0), SYS_OK);
+    m = recv_manifest(0);
+  }
+  const Manifest own = rewritten(m, uint64_t(20 + me()));   // the copies now differ
+  rid_t got = 0;
+  EXPECT_EQ(sys_sendrecv(peer, &r, 1, nullptr, 0, &got, 1, nullptr, 0), SYS_ERR_ARG);
+  EXPECT_EQ(got, SYS_NO_REGION);
+  EXPECT_TRUE(own.intact()) << "nothing arrived over this worker's copy";
+  // Still serving: one way at a time works.
+  if (me() == 0) {
+    ASSERT_EQ(sys_recv(1, &got, 1, nullptr, 0), SYS_OK);
+    EXPECT_TRUE(rewritten(m, 21).intact());
+  } else {
+    ASSERT_EQ(sys_send(0, &r, 1, nullptr, 0), SYS_OK);
+  }
+  send_words(peer, {1});
+  recv_words(peer);
+  if (me() == 0) EXPECT_EQ(sys_rfree(r), SYS_OK);
+}
+
+TEST(SendRecv, SwapWhereOneSideNamesAFreedRegionFailsOnBothAndKeepsServing) {
+  if (me() > 1) return;
+  const int peer = 1 - me();
+  Manifest mine;
+  rid_t r = filled_region(&mine, uint64_t(me()));
+  ASSERT_GT(r, 0);
+  rid_t gone = sys_ralloc(0, 0);
+  ASSERT_GT(gone, 0);
+  ASSERT_EQ(sys_rfree(gone), SYS_OK);
+  rid_t got = 0;
+  void *obj = nullptr;
+  // Worker 0 names a freed region: its call fails with that, worker 1's with
+  // SYS_ERR_PEER, and neither receives anything.
+  rid_t *send = me() == 0 ? &gone : &r;
+  const int rc = sys_sendrecv(peer, send, 1, nullptr, 0, &got, 1, &obj, 1);
+  EXPECT_EQ(rc, me() == 0 ? SYS_ERR_NOREGION : SYS_ERR_PEER);
+  EXPECT_EQ(got, SYS_NO_REGION);
+  EXPECT_EQ(obj, nullptr);
+  EXPECT_TRUE(mine.intact());
+  // The next swap goes through.
+  send_manifest(peer, mine);
+  const Manifest theirs = recv_manifest(peer);
+  ASSERT_EQ(sys_sendrecv(peer, &r, 1, nullptr, 0, &got, 1, nullptr, 0), SYS_OK);
+  EXPECT_TRUE(theirs.intact());
+  send_words(peer, {1});
+  recv_words(peer);
+  EXPECT_EQ(sys_rfree(r), SYS_OK);
 }
 
 }  // namespace
