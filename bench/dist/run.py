@@ -18,7 +18,11 @@ oversubscribed. Its size defaults to the full figure (30000 nodes a worker,
 minutes' worth below that (5000 nodes, 3 repetitions, 2 stages); the
 options, or MANYMALLOC_BENCH_TREE_{WORKERS,NODES,REPS,STAGES,LAYOUTS} in the
 environment (as make bench runs it), set it; --tree-workers 0 skips it.
-report.py then draws the plots, writes report.md and prints its tables.
+The list exchange then runs
+again across 4 hosts made from namespaces by scripts/dist-hosts (8 workers,
+or MANYMALLOC_LISTS_HOSTS_WORKERS; L from MANYMALLOC_LISTS_LENS or 30000
+with MANYMALLOC_LISTS_FULL=1, else 10000), where this machine lets it make
+them. report.py then draws the plots, writes report.md and prints its tables.
 """
 import argparse
 import os
@@ -36,6 +40,7 @@ RESULTS = ["frag.json", "latency_remote.json", "latency_local.json", "load.jsonl
 LATENCY_TIMEOUT = 300   # seconds a dist-latency run may take before it counts as hung
 TREE_TIMEOUT = 600      # the same for a dist-tree run
 BIG_HOST = 16           # cores from which dist-tree runs the full figure by default
+HOSTS = 4               # namespace hosts of the list exchange across hosts
 
 
 def parse_args():
@@ -115,6 +120,24 @@ def run_tree(build, out, args):
     return failed
 
 
+def run_hosts_lists(build, out):
+    """The linked-list exchange across HOSTS namespace hosts made by
+    scripts/dist-hosts (the issue's figure: 4 hosts, 8 workers, ours with one
+    scheduler and with a leaf a host), appended to run_lists.py's results;
+    skipped with one line where namespaces cannot be made. 1 if it failed."""
+    script = os.path.join(REPO, "scripts", "dist-hosts")
+    check = subprocess.run([script, "--check"], capture_output=True, text=True)
+    if check.returncode != 0:
+        print(f"dist/run.py: lists across hosts skipped: {(check.stdout + check.stderr).strip()}", flush=True)
+        return 0
+    workers = int(os.environ.get("MANYMALLOC_LISTS_HOSTS_WORKERS", "8"))
+    slots = -(-(workers + 1 + HOSTS) // HOSTS)   # the workers, the top and a leaf a host
+    argv = [script, "--hosts", str(HOSTS), "--slots", str(slots), "--exec", sys.executable,
+            os.path.join(DIST, "run_lists.py"), "--build", build, "--out", out, "--append", "--no-report",
+            "--nets", "hosts", "--workers", str(workers), "--schedulers", "1", "--schedulers", f"1,{HOSTS}"]
+    return subprocess.run(argv).returncode != 0
+
+
 def main():
     args = parse_args()
     build = os.path.abspath(args.build)
@@ -141,6 +164,7 @@ def main():
     # The linked-list exchange (Sect. 6.5) against its peers: run_lists.py, sized by MANYMALLOC_LISTS_*.
     failed += subprocess.run([sys.executable, os.path.join(DIST, "run_lists.py"), "--build", build, "--out", out,
                               "--no-report"]).returncode != 0
+    failed += run_hosts_lists(build, out)
     # Shard migration against MPI pack/rebuild: run_shards.py, sized by MANYMALLOC_BENCH_SHARDS_*.
     failed += subprocess.run([sys.executable, os.path.join(DIST, "run_shards.py"), "--build", build, "--out", out,
                               "--no-report"]).returncode != 0

@@ -6,7 +6,7 @@ lists.jsonl, lists_meta.json and the report section (report_lists.py).
     python3 bench/dist/run_lists.py [--build DIR] [--out DIR] [--full]
         [--workers 2,4] [--lens 1000,10000] [--schedulers 1 [--schedulers 1,2 ...]]
         [--nets shm,tcp] [--reps N] [--impls ours-alloc,...] [--timeout S]
-        [--hostfile FILE] [--mpirun-args "..."] [--no-report] [--dry-run]
+        [--hostfile FILE] [--mpirun-args "..."] [--append] [--no-report] [--dry-run]
 
 Programs (bench/dist/lists*.c, built by `make bench` into BUILD): dist-lists
 (ours: --variant alloc, one sys_alloc a node as the paper, and balloc),
@@ -19,13 +19,18 @@ program runs once (its repetitions inside it), one after the other.
 
 Nets: shm, the transports Open MPI picks on one host (vader, osc/sm, UCX
 shared memory for OSHMEM); tcp, everything over loopback TCP (btl self,tcp
-on lo, osc not sm, UCX_TLS=self,tcp), as a network would carry it.
+on lo, osc not sm, UCX_TLS=self,tcp), as a network would carry it; hosts,
+separate hosts: only under `scripts/dist-hosts --exec`, which makes them
+from namespaces and points mpirun at them (TCP between hosts, shared memory
+within one; windows through osc pt2pt). --append adds this run's lines to
+those already in OUT, as bench/dist/run.py does for its hosts step.
 
 Sizes. By default (here, 2 cores, a few minutes): shm with 2 and 4 workers,
 L = 1000 and 10000, one scheduler, and the two-level tree 1,2 for 4 workers;
 tcp with 2 workers and L = 1000. --full (or MANYMALLOC_LISTS_FULL=1, for
 the 16-core host): shm with 8 and 16 workers, L = 1000, 10000 and 30000,
-schedulers 1 and 1,2; tcp with 8 workers, L = 30000. Options override
+schedulers 1 and 1,2; tcp with 8 workers, L = 30000; hosts (where asked for) with 8 workers,
+L = 30000 (--full) or 10000. Options override
 either; each also reads MANYMALLOC_LISTS_<OPTION> (WORKERS, LENS, NETS,
 REPS, IMPLS, TIMEOUT, HOSTFILE, MPIRUN_ARGS; SCHEDULERS space-separated,
 as "1 1,2"). Per-node peers over tcp run 1 repetition and no warm-up (a
@@ -59,10 +64,15 @@ NETS = {
     "shm": {},
     "tcp": {"OMPI_MCA_btl": "self,tcp", "OMPI_MCA_btl_tcp_if_include": "lo", "OMPI_MCA_osc": "^sm,rdma",
             "UCX_TLS": "self,tcp", "UCX_NET_DEVICES": "lo"},
+    # scripts/dist-hosts sets the BTLs (tcp between hosts on the bridge, vader within one); one
+    # window spans hosts only through osc pt2pt (osc sm needs one host, osc rdma RDMA-capable BTLs).
+    "hosts": {"OMPI_MCA_osc": "pt2pt"},
 }
 NET_ABOUT = {
     "shm": "the transports Open MPI picks on one host",
     "tcp": "everything over loopback TCP (btl self,tcp on lo; osc neither sm nor rdma; UCX_TLS=self,tcp)",
+    "hosts": "the namespace hosts of scripts/dist-hosts: TCP between hosts over their bridge, shared memory "
+             "within one (btl self,vader,tcp; osc pt2pt)",
 }
 # impl: (program, argv, launcher, per-node)
 IMPLS = {
@@ -74,9 +84,11 @@ IMPLS = {
     "shmem": ("dist-lists-shmem", [], "oshrun", True),
 }
 SMALL = {"workers": "2,4", "lens": "1000,10000", "schedulers": ["1", "1,2"], "nets": "shm,tcp",
-         "tcp_workers": "2", "tcp_lens": "1000", "tree_workers_min": 4}
+         "tcp_workers": "2", "tcp_lens": "1000", "hosts_workers": "8", "hosts_lens": "10000",
+         "tree_workers_min": 4}
 FULL = {"workers": "8,16", "lens": "1000,10000,30000", "schedulers": ["1", "1,2"], "nets": "shm,tcp",
-        "tcp_workers": "8", "tcp_lens": "30000", "tree_workers_min": 2}
+        "tcp_workers": "8", "tcp_lens": "30000", "hosts_workers": "8", "hosts_lens": "30000",
+        "tree_workers_min": 2}
 
 
 def env_opt(name, default=None):
@@ -102,12 +114,12 @@ def parse_args():
                    help="seconds a run may take (default 120, --full 600)")
     p.add_argument("--hostfile", default=env_opt("HOSTFILE"), help="passed to mpirun and oshrun")
     p.add_argument("--mpirun-args", default=env_opt("MPIRUN_ARGS", ""), help="more mpirun/oshrun arguments")
+    p.add_argument("--append", action="store_true", help="keep the runs already in OUT and add these")
     p.add_argument("--no-report", action="store_true", help="do not run report_lists.py")
     p.add_argument("--dry-run", action="store_true", help="print the runs it would make, and stop")
     a = p.parse_args()
     size = FULL if a.full else SMALL
-    explicit = a.workers or a.lens or a.nets
-    a.plan = plan(a, size, explicit)
+    a.plan = plan(a, size)
     a.timeout = a.timeout or (600 if a.full else 120)
     a.impls = [i for i in a.impls.split(",") if i]
     bad = [i for i in a.impls if i not in IMPLS]
@@ -120,7 +132,7 @@ def ints(s):
     return sorted({int(x) for x in s.split(",") if x})
 
 
-def plan(a, size, explicit):
+def plan(a, size):
     """[(net, workers, len, [scheduler layouts for ours])], in run order."""
     nets = (a.nets or size["nets"]).split(",")
     scheds = a.schedulers or size["schedulers"]
@@ -128,14 +140,14 @@ def plan(a, size, explicit):
     for net in nets:
         if net not in NETS:
             raise SystemExit(f"run_lists.py: unknown net {net} (shm, tcp)")
-        if net == "tcp" and not explicit:
-            workers, lens = ints(size["tcp_workers"]), ints(size["tcp_lens"])
-        else:
-            workers, lens = ints(a.workers or size["workers"]), ints(a.lens or size["lens"])
+        if net == "hosts" and not os.environ.get("DIST_HOSTS_HOSTFILE"):
+            raise SystemExit("run_lists.py: net hosts runs under scripts/dist-hosts --exec, which makes the hosts")
+        key = net + "_" if net in ("tcp", "hosts") else ""
+        workers, lens = ints(a.workers or size[key + "workers"]), ints(a.lens or size[key + "lens"])
         for length in lens:
             for w in workers:
                 mine = [s for s in scheds if tree_fits(s, w)
-                        and (s == "1" or a.schedulers or (net == "shm" and w >= size["tree_workers_min"]))]
+                        and (s == "1" or a.schedulers or (net != "tcp" and w >= size["tree_workers_min"]))]
                 cases.append((net, w, length, mine))
     return cases
 
@@ -256,6 +268,8 @@ def probe(args, build, net):
         base = launcher_argv(launcher, 3 if impl.startswith("ours") else 2, args)
         if base is None or not os.path.exists(path):
             continue
+        if net == "hosts":   # a rank a host, so that the probe crosses hosts
+            base += ["--map-by", "node"]
         with tempfile.TemporaryDirectory(prefix="lists-probe-") as tmp:
             tiny[1] = tmp
             penv = dict(env, UCX_LOG_LEVEL="info") if launcher == "oshrun" else env
@@ -277,6 +291,15 @@ def probe(args, build, net):
     return found
 
 
+def hostfile_hosts():
+    """The hosts of scripts/dist-hosts' hostfile, when running under it."""
+    path = os.environ.get("DIST_HOSTS_HOSTFILE")
+    if not path or not os.path.exists(path):
+        return None
+    with open(path) as f:
+        return [l.split()[0] for l in f if l.strip() and not l.startswith("#")]
+
+
 def meta(args, build):
     _, version = command_output(["ompi_info", "--version"])
     _, oshmem = command_output(["oshmem_info", "--parsable"]) if shutil.which("oshmem_info") else (None, "")
@@ -285,7 +308,7 @@ def meta(args, build):
         "mpirun": shutil.which("mpirun"), "oshrun": shutil.which("oshrun"),
         "oshmem_components": sorted(set(re.findall(r"mca:(spml|sshmem):(\w+):", oshmem))),
         "host": os.uname().nodename, "kernel": os.uname().release, "cores": os.cpu_count(),
-        "hostfile": args.hostfile, "mpirun_args": args.mpirun_args,
+        "hostfile": args.hostfile, "mpirun_args": args.mpirun_args, "hosts": hostfile_hosts(),
         "launch": "mpirun/oshrun --oversubscribe -np RANKS (oshrun also --mca osc ^rdma)",
         "env": MPI_ENV, "nets": {n: {"env": NETS[n], "about": NET_ABOUT[n]} for n in sorted({c[0] for c in args.plan})},
         "reps": args.reps, "full": args.full, "timeout_s": args.timeout, "impls": args.impls,
@@ -295,12 +318,25 @@ def meta(args, build):
     return m
 
 
+def write_meta(path, info, append):
+    """lists_meta.json; appending, the nets and transports of this run join
+    those of the runs already there."""
+    if append and os.path.exists(path):
+        with open(path) as f:
+            old = json.load(f)
+        for key in ("nets", "transports"):
+            info[key] = dict(old.get(key, {}), **info[key])
+        info["wall_s"] = round(old.get("wall_s", 0) + info["wall_s"], 1)
+    with open(path, "w") as f:
+        json.dump(info, f, indent=1)
+
+
 def main():
     args = parse_args()
     build = os.path.abspath(args.build)
     out = os.path.abspath(args.out or os.path.join(build, "bench", "dist"))
     os.makedirs(out, exist_ok=True)
-    if not args.dry_run:   # a run that is skipped or fails leaves no earlier run's numbers in the report
+    if not args.dry_run and not args.append:   # a failed run leaves no earlier run's numbers in the report
         for stale in ("lists.jsonl", "lists_meta.json", "lists.md"):
             if os.path.exists(os.path.join(out, stale)):
                 os.remove(os.path.join(out, stale))
@@ -334,11 +370,10 @@ def main():
                 # A peer's failure (OpenSHMEM's crashes) is a result; ours is a failure.
                 failed += impl.startswith("ours") and "failed" in rec
     info["wall_s"] = round(time.time() - started, 1)
-    with open(os.path.join(out, "lists.jsonl"), "w") as f:
+    with open(os.path.join(out, "lists.jsonl"), "a" if args.append else "w") as f:
         for r in records:
             f.write(json.dumps(r) + "\n")
-    with open(os.path.join(out, "lists_meta.json"), "w") as f:
-        json.dump(info, f, indent=1)
+    write_meta(os.path.join(out, "lists_meta.json"), info, args.append)
     print(f"run_lists.py: {len(records)} runs in {info['wall_s']} s; wrote {out}/lists.jsonl and lists_meta.json",
           flush=True)
     if not args.no_report:
