@@ -19,8 +19,8 @@ import matplotlib.pyplot as plt  # noqa: E402
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 PEERS = ["mpi-pack", "mpi-bulk", "mpi-rma", "shmem"]
 ABOUT = {
-    "ours-alloc": "ours, one sys_alloc a node (the paper's way), sys_send of the region",
-    "ours-balloc": "ours, the nodes from one sys_balloc, sys_send of the region",
+    "ours-alloc": "ours, one sys_alloc a node (the paper's way), the regions swapped by sys_sendrecv",
+    "ours-balloc": "ours, the nodes from one sys_balloc, the regions swapped by sys_sendrecv",
     "mpi-pack": "hand-written MPI: malloc'ed nodes, pack, MPI_Sendrecv, unpack into new nodes and relink, "
                 "modify, pack back",
     "mpi-bulk": "MPI, one contiguous block a list moved as it is (offsets for links): the upper bound",

@@ -21,7 +21,7 @@ environment (as make bench runs it), set it; --tree-workers 0 skips it.
 The list exchange then runs
 again across 4 hosts made from namespaces by scripts/dist-hosts (8 workers,
 or MANYMALLOC_LISTS_HOSTS_WORKERS; L from MANYMALLOC_LISTS_LENS or 30000
-with MANYMALLOC_LISTS_FULL=1, else 10000), where this machine lets it make
+with MANYMALLOC_LISTS_FULL=1, else 1000), where this machine lets it make
 them. report.py then draws the plots, writes report.md and prints its tables.
 """
 import argparse

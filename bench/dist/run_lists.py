@@ -30,7 +30,7 @@ L = 1000 and 10000, one scheduler, and the two-level tree 1,2 for 4 workers;
 tcp with 2 workers and L = 1000. --full (or MANYMALLOC_LISTS_FULL=1, for
 the 16-core host): shm with 8 and 16 workers, L = 1000, 10000 and 30000,
 schedulers 1 and 1,2; tcp with 8 workers, L = 30000; hosts (where asked for) with 8 workers,
-L = 30000 (--full) or 10000. Options override
+L = 30000 (--full) or 1000. Options override
 either; each also reads MANYMALLOC_LISTS_<OPTION> (WORKERS, LENS, NETS,
 REPS, IMPLS, TIMEOUT, HOSTFILE, MPIRUN_ARGS; SCHEDULERS space-separated,
 as "1 1,2"). Per-node peers over tcp run 1 repetition and no warm-up (a
@@ -84,7 +84,7 @@ IMPLS = {
     "shmem": ("dist-lists-shmem", [], "oshrun", True),
 }
 SMALL = {"workers": "2,4", "lens": "1000,10000", "schedulers": ["1", "1,2"], "nets": "shm,tcp",
-         "tcp_workers": "2", "tcp_lens": "1000", "hosts_workers": "8", "hosts_lens": "10000",
+         "tcp_workers": "2", "tcp_lens": "1000", "hosts_workers": "8", "hosts_lens": "1000",
          "tree_workers_min": 4}
 FULL = {"workers": "8,16", "lens": "1000,10000,30000", "schedulers": ["1", "1,2"], "nets": "shm,tcp",
         "tcp_workers": "8", "tcp_lens": "30000", "hosts_workers": "8", "hosts_lens": "30000",
