@@ -30,12 +30,10 @@ import shutil
 import subprocess
 import sys
 
+from mpi_env import mpi_env
+
 DIST = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(os.path.dirname(DIST))
-# mpirun as root in a container: allowed explicitly, and no CMA (ptrace is
-# not permitted there) for the shared-memory transport.
-MPI_ENV = {"OMPI_ALLOW_RUN_AS_ROOT": "1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1",
-           "OMPI_MCA_btl_vader_single_copy_mechanism": "none"}
 RESULTS = ["frag.json", "latency_remote.json", "latency_local.json", "load.jsonl", "tree.jsonl"]
 LATENCY_TIMEOUT = 300   # seconds a dist-latency run may take before it counts as hung
 TREE_TIMEOUT = 600      # the same for a dist-tree run
@@ -82,7 +80,7 @@ def run_mpi(build, name, ranks, out, args=(), schedulers=None, timeout=LATENCY_T
         return 0
     failed = 0
     for lease in ("0", None):
-        env = dict(os.environ, **MPI_ENV)
+        env = mpi_env()
         for key, value in (("MANYMALLOC_DIST_LEASE", lease), ("MANYMALLOC_SCHEDULERS", schedulers)):
             env.pop(key, None)
             if value is not None:

@@ -37,10 +37,10 @@ import shutil
 import subprocess
 import sys
 
+from mpi_env import mpi_env
+
 DIST = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(os.path.dirname(DIST))
-MPI_ENV = {"OMPI_ALLOW_RUN_AS_ROOT": "1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1",
-           "OMPI_MCA_btl_vader_single_copy_mechanism": "none", "OMPI_MCA_mpi_yield_when_idle": "1"}
 BIG_HOST = 16
 SMALL = {"points": 50000, "reps": 3, "workers": "1,4,16", "layouts": "1"}
 FULL = {"points": 1000000, "reps": 3, "workers": "1,4,16", "layouts": "1"}
@@ -94,7 +94,7 @@ def plan(args):
 
 def run_one(args, program, out, mode, layout, workers):
     ranks = sum(int(n) for n in layout.split(",")) + workers
-    env = dict(os.environ, **MPI_ENV)
+    env = mpi_env()
     env.pop("MANYMALLOC_SCHEDULERS", None)
     env.pop("MANYMALLOC_DIST_LEASE", None)
     if layout != "1":

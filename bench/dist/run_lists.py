@@ -55,10 +55,10 @@ import sys
 import tempfile
 import time
 
+from mpi_env import DEFAULTS, mpi_env
+
 DIST = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(os.path.dirname(DIST))
-MPI_ENV = {"OMPI_ALLOW_RUN_AS_ROOT": "1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1",
-           "OMPI_MCA_btl_vader_single_copy_mechanism": "none"}
 # What each net adds to the environment of every run.
 NETS = {
     "shm": {},
@@ -199,7 +199,7 @@ def run_one(args, build, impl, net, workers, length, layout):
         rec["skipped"] = f"no {launcher}" if base is None else f"no {path} (not built)"
         print(f"{label}: skipped, {rec['skipped']}", flush=True)
         return rec
-    env = dict(os.environ, **MPI_ENV, **NETS[net])
+    env = mpi_env(NETS[net])
     for k in ("MANYMALLOC_SCHEDULERS", "MANYMALLOC_WORKERS_PER_SCHEDULER"):
         env.pop(k, None)
     if layout:
@@ -257,7 +257,7 @@ def command_output(argv, env=None, timeout=60):
 def probe(args, build, net):
     """Which transports carry each kind of run under this net, from a tiny
     run with Open MPI's and UCX's verbose output."""
-    env = dict(os.environ, **MPI_ENV, **NETS[net])
+    env = mpi_env(NETS[net])
     env.pop("MANYMALLOC_SCHEDULERS", None)
     found = {}
     verbose = ["--mca", "pml_base_verbose", "10", "--mca", "btl_base_verbose", "10"]
@@ -310,7 +310,7 @@ def meta(args, build):
         "host": os.uname().nodename, "kernel": os.uname().release, "cores": os.cpu_count(),
         "hostfile": args.hostfile, "mpirun_args": args.mpirun_args, "hosts": hostfile_hosts(),
         "launch": "mpirun/oshrun --oversubscribe -np RANKS (oshrun also --mca osc ^rdma)",
-        "env": MPI_ENV, "nets": {n: {"env": NETS[n], "about": NET_ABOUT[n]} for n in sorted({c[0] for c in args.plan})},
+        "env": DEFAULTS, "nets": {n: {"env": NETS[n], "about": NET_ABOUT[n]} for n in sorted({c[0] for c in args.plan})},
         "reps": args.reps, "full": args.full, "timeout_s": args.timeout, "impls": args.impls,
         "node_bytes": 256,
     }

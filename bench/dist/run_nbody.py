@@ -44,10 +44,10 @@ import shutil
 import subprocess
 import sys
 
+from mpi_env import mpi_env
+
 DIST = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(os.path.dirname(DIST))
-MPI_ENV = {"OMPI_ALLOW_RUN_AS_ROOT": "1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1",
-           "OMPI_MCA_btl_vader_single_copy_mechanism": "none"}
 BIG_HOST = 16
 SMALL = {"bodies": 4000, "steps": 2, "warmup": 1, "workers": "1,2,4", "layouts": "1;1,2"}
 FULL = {"bodies": 100000, "steps": 4, "warmup": 3, "workers": "1,2,4,8,16", "layouts": "1;1,2;1,4"}
@@ -111,7 +111,7 @@ def plan(args):
 
 def run_one(args, program, out, mode, layout, workers, check_args):
     ranks = sum(int(n) for n in layout.split(",")) + workers
-    env = dict(os.environ, **MPI_ENV)
+    env = mpi_env()
     env.pop("MANYMALLOC_SCHEDULERS", None)
     env.pop("MANYMALLOC_DIST_LEASE", None)
     if layout != "1":

@@ -26,14 +26,10 @@ import shutil
 import subprocess
 import sys
 
+from mpi_env import mpi_env
+
 DIST = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(os.path.dirname(DIST))
-# mpirun as root in a container: allowed explicitly, and no CMA (ptrace is
-# not permitted there) for the shared-memory transport, unless the
-# environment sets these (OMPI_MCA_btl_vader_single_copy_mechanism=cma where
-# CMA works).
-MPI_ENV = {"OMPI_ALLOW_RUN_AS_ROOT": "1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1",
-           "OMPI_MCA_btl_vader_single_copy_mechanism": "none"}
 RESULT = "shards.jsonl"
 TIMEOUT = 600       # seconds a run may take before it counts as hung
 BIG_HOST = 16       # cores from which the full size is the default
@@ -80,7 +76,7 @@ def run(build, out, args):
         os.remove(path)
     layout = args.shards_layout
     schedulers = sum(int(n) for n in layout.split(","))
-    env = dict(MPI_ENV, **os.environ)   # a transport chosen in the environment wins
+    env = mpi_env()
     env.pop("MANYMALLOC_SCHEDULERS", None)
     if layout != "1":
         env["MANYMALLOC_SCHEDULERS"] = layout
