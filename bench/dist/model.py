@@ -49,7 +49,7 @@ LOAD_SLACK_MIN = 4          # a LOAD report when the subtree's regions move by m
 REGION_STRUCT = 240 + 16    # sizeof(mmd_region_t) on x86-64 (region.h) + malloc's header
 OWED_STRUCT = 72 + 16       # sizeof(mmd_owed_t) per worker of a leaf + the member arrays
 WORLD_BYTES = 20            # per rank of the job, in every scheduler: member_of, role, host, ranks
-SPACE_MAX = 64 << 40        # MANYMALLOC_DIST_SPACE at most 64 TiB
+SPACE_MAX = 15 << 40        # MANYMALLOC_DIST_SPACE is below 16 TiB: the largest whole TiB
 # Message sizes (msg.h): request header 40 B, a lease report 24 B, reply
 # header 32 B, a lease pair 16 B; between schedulers 16 B more.
 REQ_HDR, REPORT, REP_HDR, PAIR, LINK_HDR = 40, 24, 32, 16, 16
@@ -905,10 +905,11 @@ def constants_md(c, args):
             "work each does |",
             f"| MPI state per connected peer | {MPI_PEER_BYTES >> 10} KiB | assumed |",
             "| slab, cell, grant, refill, watermarks, load slack | 4 KiB, 64 B, 1->16 slabs, 16 slabs, "
-            "min(64, pages / 8n) MiB per subtree scheduler, max(4, 1/8) | docs/dist-design.md Options, "
+            "min(64, pages / 8n) MiB per subtree scheduler, max(4, 1/8) | docs/dist-design.md Options and fixed sizes, "
             "Layouts |",
             f"| space for the projections | {SPACE_MAX >> 40} TiB | MANYMALLOC_DIST_SPACE's maximum: "
-            "256 MiB live a worker fits 10^5 workers |"]
+            f"256 MiB live a worker fits {(SPACE_MAX >> 20) // 256:,} workers; the 10^5-worker rows assume "
+            "the same 256 MiB, more than the space holds (150 MiB a worker would fit) |"]
 
 
 def default_s_lease(c):

@@ -4,7 +4,7 @@
  * worker must drop, the remote frees in slabs it leases, then the reply's
  * items. Between schedulers a link header comes first, and there are no
  * reports, revokes or remote frees. The table of request types and their
- * handlers is in scheduler.c; docs/dist-design.md lists it. */
+ * handlers is in scheduler.c; docs/dist-reference.md lists it. */
 #ifndef MMD_MSG_H
 #define MMD_MSG_H
 

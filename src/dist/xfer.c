@@ -115,12 +115,15 @@ static int xfer_incoming_ok(const mmd_buf_t *b) {
   return b->len == sizeof *h + 8ull * (h->nregions + 2ull * h->nobjects) + 16ull * h->nranges ? 0 : SYS_ERR_MPI;
 }
 
-/* The memory an incoming header announces, its pages made ready. */
-static mmd_ranges_t xfer_incoming_runs(mmd_worker_t *w, const mmd_xfer_hdr_t *h) {
+/* The memory an incoming header announces. */
+static mmd_ranges_t xfer_incoming_runs(const mmd_xfer_hdr_t *h) {
   const mmd_range_t *r = (const mmd_range_t *)((const uint64_t *)(h + 1) + h->nregions + 2ull * h->nobjects);
-  mmd_ranges_t l = {.r = (mmd_range_t *)r, .n = h->nranges, .cap = h->nranges};
-  for (size_t i = 0; i < l.n; i++) mmd_space_prefault(w->base, l.r[i].off, l.r[i].len);
-  return l;
+  return (mmd_ranges_t){.r = (mmd_range_t *)r, .n = h->nranges, .cap = h->nranges};
+}
+
+/* Makes the pages ready for the data (decision 0008). */
+static void xfer_prefault(mmd_worker_t *w, const mmd_ranges_t *l) {
+  for (size_t i = 0; i < l->n; i++) mmd_space_prefault(w->base, l->r[i].off, l->r[i].len);
 }
 
 /* Records what arrived as resident, with the regions it came from. */
@@ -159,7 +162,8 @@ int sys_recv(int peer_worker, rid_t *regions, int num_regions, void **objects, i
   const mmd_xfer_hdr_t *h = (const mmd_xfer_hdr_t *)b.p;
   if (rc == 0) rc = xfer_incoming_ok(&b);
   if (rc == 0) {
-    mmd_ranges_t l = xfer_incoming_runs(w, h);
+    mmd_ranges_t l = xfer_incoming_runs(h);
+    xfer_prefault(w, &l);
     rc = mmd_tp_recv_ranges(peer_worker, w->base, &l);
     if (rc == 0) xfer_arrived(w, h, &l);
   }
@@ -191,10 +195,11 @@ int sys_sendrecv(int peer_worker, rid_t *send_regions, int num_send_regions, voi
   bool shared = false;
   if (rc == 0) rc = xfer_incoming_ok(&in);
   if (rc == 0 && mine == 0) {   /* both sides know whether both headers were good */
-    mmd_ranges_t l = xfer_incoming_runs(w, h);
+    mmd_ranges_t l = xfer_incoming_runs(h);
     /* Sharing bytes, the two ways could not both see the other's old
      * contents; both sides find it and refuse, as MPI_Sendrecv would. */
     shared = mmd_ranges_overlap(&runs, &l);
+    if (!shared) xfer_prefault(w, &l);
     rc = shared ? SYS_ERR_ARG : mmd_tp_exchange_ranges(peer_worker, w->base, &runs, &l);
     if (rc == 0) xfer_arrived(w, h, &l);
   }
