@@ -5,7 +5,8 @@
                          [--out DIR] [--build DIR] [--peer-dir DIR] [--max-threads N] [--pin]
 
 Every case (bench/report/cases.py) and the mmdriver trace set run on every
-allocator found (manymalloc, glibc, jemalloc, tcmalloc, mimalloc) in the same
+allocator found (manymalloc, glibc, jemalloc, tcmalloc, mimalloc 2.0.9 from Debian,
+mimalloc3: 3.4.3 from PyPI, see scripts/install-deps) in the same
 invocation, allocators interleaved within each repetition so that drift of
 the machine hits all of them alike. With --pin, each repetition runs every
 allocator on the same CPUs (a window of as many CPUs as threads, moved on at
