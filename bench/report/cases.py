@@ -49,16 +49,16 @@ CASES = [
          {"lives": 20, "slots": 500, "share": 16}, {"ops": 200000}),
     Case("stress2x", "bench-stress", "the stress case with twice as many threads as the sweep's count (oversubscribed at the top)",
          {"lives": 20, "slots": 500, "share": 16}, {"ops": 100000}, oversubscribe=2),
-    Case("octree", "bench-octree", "Barnes-Hut: 20000 bodies per thread, an octree of malloc'd cells built, walked and freed at each of 10 steps",
-         {"bodies": 20000}, {"steps": 10}),
+    Case("octree", "bench-octree", "Barnes-Hut: 10000 bodies per thread, an octree of malloc'd cells built, walked and freed at each of 10 steps",
+         {"bodies": 10000}, {"steps": 10}),
     Case("simple", "bench-simple", "glibc-style loops: batches of 25-1600 blocks of 16-256 B allocated then freed, 2000 times each",
          {}, {"iters": 2000}),
     Case("mixed", "bench-mixed", "mixed sizes 8 B-64 KiB log-uniform over 2000 live blocks, 1 step in 8 a realloc, 4M steps per thread",
          {"slots": 2000, "realloc": 8}, {"ops": 4000000}),
     Case("large", "bench-large", "big buffers: 20 live blocks of 5-25 MiB per thread, one replaced at a time and written through, 500 times",
          {"slots": 20, "min": 5 << 20, "max": 25 << 20}, {"iters": 500}),
-    Case("bigpair", "bench-large", "big blocks malloc'd and freed in turn: one live block of 1-32 MiB per thread, replaced 2000 times, written through",
-         {"slots": 1, "min": 1 << 20, "max": 32 << 20}, {"iters": 2000}),
+    Case("bigpair", "bench-large", "big blocks malloc'd and freed in turn: one live block of 1-32 MiB per thread, replaced 300 times, written through",
+         {"slots": 1, "min": 1 << 20, "max": 32 << 20}, {"iters": 300}),
 ]
 
 TRACES = "traces"   # the name --only matches for the mmdriver trace set
