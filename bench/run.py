@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Runs the CPU benchmarks on manymalloc and its peers and writes the report.
 
-    python3 bench/run.py [--quick] [--threads 1,2,4] [--reps N] [--only REGEX]
+    python3 bench/run.py [--quick] [--threads 1,2,4] [--reps N] [--scale F] [--only REGEX]
                          [--out DIR] [--build DIR] [--peer-dir DIR] [--max-threads N] [--pin]
 
 Every case (bench/report/cases.py) and the mmdriver trace set run on every
@@ -50,6 +50,7 @@ def parse_args():
                                      "--max-threads, then twice that to show oversubscription)")
     p.add_argument("--max-threads", type=int, default=os.cpu_count(), help="default: the number of cores")
     p.add_argument("--reps", type=int, help="repetitions per case (default 5, --quick 3)")
+    p.add_argument("--scale", type=float, help="work per run as a share of a full run's (default 1, --quick 0.1)")
     p.add_argument("--only", help="run only the cases whose name matches this regex (cases: "
                                   + ", ".join(c.name for c in cases.CASES) + f", {cases.TRACES})")
     p.add_argument("--out", default=os.path.join(BENCH, "results", "cpu"), help="default bench/results/cpu")
@@ -180,6 +181,7 @@ def main():
     mode = "smoke" if args.smoke else "quick" if args.quick else "full"
     scale, reps, trace_reps = MODES[mode]
     reps = args.reps or reps
+    scale = args.scale or scale
     build = os.path.abspath(args.build)
     threads = thread_counts(args)
     selected = [c for c in cases.CASES if not args.only or re.search(args.only, c.name)]
