@@ -78,7 +78,7 @@ def thread_counts(args):
 
 def run_case(case, threads, alloc, rep, build, scale, pin):
     argv = case.command(build, threads, scale)
-    cpus = runner.pinned_cpus(threads, rep) if pin else None
+    cpus = runner.pinned_cpus(case.os_threads(threads), rep) if pin else None
     status, out, err, wall, rss = runner.run(argv, alloc.path, cpus=cpus)
     rec = {"case": case.name, "threads": threads, "allocator": alloc.name, "rep": rep,
            "argv": argv[1:], "wall": wall, "ru_maxrss_kib": rss, "ok": False}

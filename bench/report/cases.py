@@ -16,6 +16,11 @@ class Case:
     args: dict = field(default_factory=dict)    # fixed arguments
     work: dict = field(default_factory=dict)    # scaled by the mode
     oversubscribe: int = 1                      # threads run per thread of the sweep
+    threads_per: int = 1                        # OS threads per thread counted (2: producer/consumer pairs)
+
+    def os_threads(self, threads):
+        """The threads the process runs, which --pin gives a CPU each."""
+        return threads * self.oversubscribe * self.threads_per
 
     def command(self, build_dir, threads, scale):
         argv = [f"{build_dir}/{self.program}", "-v", "--threads", str(threads * self.oversubscribe)]
@@ -36,7 +41,7 @@ CASES = [
     Case("churn", "bench-churn", "server churn: 30 rounds of 1M free+malloc/thread, 8-1000 B, half the live blocks change threads each round",
          {"rounds": 30, "slots": 1000, "handoff": 50, "min": 8, "max": 1000}, {"ops": 1000000}),
     Case("prodcons", "bench-prodcons", "producer/consumer pairs (threads = pairs), 8M blocks of 16-512 B per pair, all frees remote",
-         {"min": 16, "max": 512}, {"ops": 8000000}),
+         {"min": 16, "max": 512}, {"ops": 8000000}, threads_per=2),
     Case("xmalloc", "bench-xmalloc", "many-to-many: 20M blocks/thread of 16-1024 B in batches of 64, allocated by any thread, freed by any other",
          {"min": 16, "max": 1024}, {"ops": 20000000}),
     Case("scratch", "bench-scratch", "passive false sharing: 20000 x (malloc 8 B, 5000 writes, free) per worker, first object from the main thread",
@@ -44,7 +49,7 @@ CASES = [
     Case("spawn", "bench-spawn", "short-lived threads: 2000 generations of threads, each 2000 blocks of 16-2048 B, half freed by the next generation",
          {"burst": 2000, "min": 16, "max": 2048}, {"generations": 2000}),
     Case("stream", "bench-prodcons", "streaming producer/consumer pairs (threads = pairs): 8M blocks of 8-256 B per pair handed over one at a time, freed at once",
-         {"batch": 1, "ring": 1024, "min": 8, "max": 256}, {"ops": 8000000}),
+         {"batch": 1, "ring": 1024, "min": 8, "max": 256}, {"ops": 8000000}, threads_per=2),
     Case("stress", "bench-stress", "threads that come and go: 20 lives of ~200k steps per thread slot, 16 B-64 KiB, 1 step in 16 swaps a block with a shared table",
          {"lives": 20, "slots": 500, "share": 16}, {"ops": 200000}),
     Case("stress2x", "bench-stress", "the stress case with twice as many threads as the sweep's count (oversubscribed at the top)",
