@@ -1,11 +1,12 @@
 #!/usr/bin/env python3
 """Runs the CPU benchmarks on manymalloc and its peers and writes the report.
 
-    python3 bench/run.py [--quick] [--threads 1,2,4] [--reps N] [--only REGEX]
+    python3 bench/run.py [--quick] [--threads 1,2,4] [--reps N] [--scale F] [--only REGEX]
                          [--out DIR] [--build DIR] [--peer-dir DIR] [--max-threads N] [--pin]
 
 Every case (bench/report/cases.py) and the mmdriver trace set run on every
-allocator found (manymalloc, glibc, jemalloc, tcmalloc, mimalloc) in the same
+allocator found (manymalloc, glibc, jemalloc, tcmalloc, mimalloc 2.0.9 from Debian,
+mimalloc3: 3.4.3 from PyPI, see scripts/install-deps) in the same
 invocation, allocators interleaved within each repetition so that drift of
 the machine hits all of them alike. With --pin, each repetition runs every
 allocator on the same CPUs (a window of as many CPUs as threads, moved on at
@@ -49,6 +50,7 @@ def parse_args():
                                      "--max-threads, then twice that to show oversubscription)")
     p.add_argument("--max-threads", type=int, default=os.cpu_count(), help="default: the number of cores")
     p.add_argument("--reps", type=int, help="repetitions per case (default 5, --quick 3)")
+    p.add_argument("--scale", type=float, help="work per run as a share of a full run's (default 1, --quick 0.1)")
     p.add_argument("--only", help="run only the cases whose name matches this regex (cases: "
                                   + ", ".join(c.name for c in cases.CASES) + f", {cases.TRACES})")
     p.add_argument("--out", default=os.path.join(BENCH, "results", "cpu"), help="default bench/results/cpu")
@@ -76,7 +78,7 @@ def thread_counts(args):
 
 def run_case(case, threads, alloc, rep, build, scale, pin):
     argv = case.command(build, threads, scale)
-    cpus = runner.pinned_cpus(threads, rep) if pin else None
+    cpus = runner.pinned_cpus(case.os_threads(threads), rep) if pin else None
     status, out, err, wall, rss = runner.run(argv, alloc.path, cpus=cpus)
     rec = {"case": case.name, "threads": threads, "allocator": alloc.name, "rep": rep,
            "argv": argv[1:], "wall": wall, "ru_maxrss_kib": rss, "ok": False}
@@ -179,6 +181,7 @@ def main():
     mode = "smoke" if args.smoke else "quick" if args.quick else "full"
     scale, reps, trace_reps = MODES[mode]
     reps = args.reps or reps
+    scale = args.scale or scale
     build = os.path.abspath(args.build)
     threads = thread_counts(args)
     selected = [c for c in cases.CASES if not args.only or re.search(args.only, c.name)]

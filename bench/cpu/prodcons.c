@@ -5,7 +5,14 @@
  * single-consumer ring to its consumer, which checks and frees them: the
  * allocator sees one thread that only allocates and one that only frees
  * memory it did not allocate. The ring is lock-free and each side publishes
- * its index once per batch, so the queue costs little next to malloc/free. */
+ * its index once per --batch blocks.
+ *
+ * With the default batch of 64 and ring of 4096 the producer runs up to
+ * thousands of blocks ahead: the consumer frees whole runs of them at a time,
+ * long after they were allocated.  With --batch 1 (the `stream` case) each
+ * block is handed over as soon as it is written and freed at once, so the
+ * consumer's remote frees land on the page the producer is carving from at
+ * that moment, a few blocks behind it. */
 #include "bench.h"
 
 #include <sched.h>
@@ -14,14 +21,14 @@
 #include <stdlib.h>
 #include <time.h>
 
-#define RING_SIZE  4096   /* power of two, a multiple of RING_BATCH */
-#define RING_BATCH 64     /* blocks moved per index publication */
+#define RING_MAX 4096   /* the largest --ring */
 
 typedef struct pair_s {
   _Alignas(64) _Atomic size_t head;  /* blocks the consumer has taken */
   _Alignas(64) _Atomic size_t tail;  /* blocks the producer has put */
-  _Alignas(64) void *ring[RING_SIZE];
+  _Alignas(64) void *ring[RING_MAX];
   long ops, min, max, seed, index;
+  size_t batch, ring_size;           /* --batch, --ring */
   long errors;
 } pair_t;
 
@@ -30,19 +37,19 @@ typedef struct role_s {
   bool    producer;
 } role_t;
 
-/* Every block carries its size in its first word and the size's low byte in
+/* Every block carries its size in its first 4 bytes and the size's low byte in
  * its last byte, so the consumer can check it without a side channel. */
 static void pair_produce(pair_t *p, uint64_t *rng, size_t at) {
   size_t size = bench_rand_range(rng, (size_t)p->min, (size_t)p->max);
-  size_t *b = malloc(size);
+  uint32_t *b = malloc(size);
   if (b == NULL) { perror("malloc"); exit(1); }
-  b[0] = size;
+  b[0] = (uint32_t)size;
   ((unsigned char *)b)[size - 1] = (unsigned char)size;
-  p->ring[at % RING_SIZE] = b;
+  p->ring[at % p->ring_size] = b;
 }
 
 static void pair_consume(pair_t *p, size_t at) {
-  size_t *b = p->ring[at % RING_SIZE];
+  uint32_t *b = p->ring[at % p->ring_size];
   size_t size = b[0];
   if (size < (size_t)p->min || size > (size_t)p->max || ((unsigned char *)b)[size - 1] != (unsigned char)size)
     p->errors++;
@@ -66,25 +73,25 @@ static void pair_wait(unsigned *waits) {
 static void pair_run_producer(pair_t *p) {
   uint64_t rng = bench_seed(p->seed, p->index);
   size_t head = 0;
-  for (size_t tail = 0; tail < (size_t)p->ops; tail += RING_BATCH) {
-    for (unsigned waits = 0; tail + RING_BATCH - head > RING_SIZE;) {
+  for (size_t tail = 0; tail < (size_t)p->ops; tail += p->batch) {
+    for (unsigned waits = 0; tail + p->batch - head > p->ring_size;) {
       head = atomic_load_explicit(&p->head, memory_order_acquire);
-      if (tail + RING_BATCH - head > RING_SIZE) pair_wait(&waits);
+      if (tail + p->batch - head > p->ring_size) pair_wait(&waits);
     }
-    for (size_t i = 0; i < RING_BATCH; i++) pair_produce(p, &rng, tail + i);
-    atomic_store_explicit(&p->tail, tail + RING_BATCH, memory_order_release);
+    for (size_t i = 0; i < p->batch; i++) pair_produce(p, &rng, tail + i);
+    atomic_store_explicit(&p->tail, tail + p->batch, memory_order_release);
   }
 }
 
 static void pair_run_consumer(pair_t *p) {
   size_t tail = 0;
-  for (size_t head = 0; head < (size_t)p->ops; head += RING_BATCH) {
+  for (size_t head = 0; head < (size_t)p->ops; head += p->batch) {
     for (unsigned waits = 0; tail == head;) {
       tail = atomic_load_explicit(&p->tail, memory_order_acquire);
       if (tail == head) pair_wait(&waits);
     }
-    for (size_t i = 0; i < RING_BATCH; i++) pair_consume(p, head + i);
-    atomic_store_explicit(&p->head, head + RING_BATCH, memory_order_release);
+    for (size_t i = 0; i < p->batch; i++) pair_consume(p, head + i);
+    atomic_store_explicit(&p->head, head + p->batch, memory_order_release);
   }
 }
 
@@ -97,18 +104,24 @@ static void *pair_thread(void *arg) {
 }
 
 int main(int argc, char **argv) {
-  long threads = 1, ops = 1000000, min = 16, max = 512, seed = 1;
+  long threads = 1, ops = 1000000, min = 16, max = 512, seed = 1, batch = 64, ring = RING_MAX;
   bench_opt_t opts[] = {
     { "threads", &threads, "producer/consumer pairs" },
-    { "ops",     &ops,     "blocks passed per pair (rounded up to a multiple of 64)" },
-    { "min",     &min,     "smallest request in bytes (>= 16)" },
+    { "ops",     &ops,     "blocks passed per pair (rounded up to a multiple of --batch)" },
+    { "batch",   &batch,   "blocks a side moves per index publication (a power of two)" },
+    { "ring",    &ring,    "ring slots (a power of two, from --batch to 4096)" },
+    { "min",     &min,     "smallest request in bytes (>= 8)" },
     { "max",     &max,     "largest request in bytes" },
     { "seed",    &seed,    "random seed" },
   };
   bench_parse(argc, argv, "Producer/consumer pairs: blocks allocated by one thread, freed by another.",
               opts, sizeof opts / sizeof opts[0]);
-  if (threads < 1 || min < 16 || max < min) { fprintf(stderr, "bench-prodcons: bad options\n"); return 2; }
-  ops = (ops + RING_BATCH - 1) / RING_BATCH * RING_BATCH;
+  bool powers = batch > 0 && (batch & (batch - 1)) == 0 && (ring & (ring - 1)) == 0;
+  if (threads < 1 || min < 8 || max < min || !powers || ring < batch || ring > RING_MAX) {
+    fprintf(stderr, "bench-prodcons: bad options\n");
+    return 2;
+  }
+  ops = (ops + batch - 1) / batch * batch;
 
   pair_t *pairs = aligned_alloc(64, (size_t)threads * sizeof *pairs);
   role_t *roles = calloc((size_t)threads * 2, sizeof *roles);
@@ -117,6 +130,7 @@ int main(int argc, char **argv) {
     atomic_init(&p->head, 0);
     atomic_init(&p->tail, 0);
     p->ops = ops; p->min = min; p->max = max; p->seed = seed; p->index = i; p->errors = 0;
+    p->batch = (size_t)batch; p->ring_size = (size_t)ring;
     roles[2 * i] = (role_t){ p, true };
     roles[2 * i + 1] = (role_t){ p, false };
   }

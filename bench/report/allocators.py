@@ -17,7 +17,11 @@ PEERS = [
     ("jemalloc", "libjemalloc.so.2", "libjemalloc2"),
     ("tcmalloc", "libtcmalloc_minimal.so.4", "libtcmalloc-minimal4"),
     ("mimalloc", "libmimalloc.so.2", "libmimalloc2.0"),
+    ("mimalloc3", "libmimalloc.so.3", None),   # PyPI's cmeel-mimalloc (scripts/install-deps)
 ]
+# Where scripts/install-deps puts the cmeel-mimalloc wheel, under the build tree.
+MIMALLOC3_DIR = os.path.join("peers", "mimalloc3")
+MIMALLOC3_LIB = os.path.join("cmeel.prefix", "lib")
 OURS = "manymalloc"
 
 
@@ -59,6 +63,20 @@ def _git_commit(repo):
     return r.stdout.strip() if r.returncode == 0 else "unknown commit"
 
 
+def _wheel_version(lib_dir):
+    """The name and version in the METADATA of the wheel a peer's .so came in
+    (cmeel wheels keep the .so two folders below their dist-info)."""
+    root = os.path.dirname(os.path.dirname(lib_dir))
+    for entry in sorted(os.listdir(root)) if os.path.isdir(root) else []:
+        meta = os.path.join(root, entry, "METADATA")
+        if entry.endswith(".dist-info") and os.path.exists(meta):
+            with open(meta) as f:
+                fields = dict(re.findall(r"^(Name|Version): (\S+)$", f.read(), re.M))
+            if "Name" in fields and "Version" in fields:
+                return f"{fields['Name']} {fields['Version']} (PyPI wheel)"
+    return ""
+
+
 def _find_peer(soname, dirs):
     return next((os.path.join(d, soname) for d in dirs if os.path.exists(os.path.join(d, soname))), None)
 
@@ -67,7 +85,8 @@ def find(build_dir, peer_dir, probe_program, repo, only_ours=False):
     """Returns the allocators present, ours first, printing a line for each
     peer that is missing. Peers are looked for in --peer-dir, then in the
     system's library directories, then in the repository's .peers/ (where a
-    machine without a package registry gets them)."""
+    machine without a package registry gets them); mimalloc3 in --peer-dir,
+    then where scripts/install-deps puts it (BUILD/peers/mimalloc3)."""
     ours = os.path.join(build_dir, "libmanymalloc.so")
     if not os.path.exists(ours):
         raise SystemExit(f"run.py: {ours} not found; build first (make bench does)")
@@ -79,15 +98,18 @@ def find(build_dir, peer_dir, probe_program, repo, only_ours=False):
         if name == "glibc":
             dirs = ["the libc.so.6 that ldd names"]
             path = _system_libc(probe_program)
+        elif package is None:   # a wheel's .so: no system copy to fall back on
+            dirs = ([peer_dir] if peer_dir else []) + [os.path.join(build_dir, MIMALLOC3_DIR, MIMALLOC3_LIB)]
+            path = _find_peer(soname, dirs)
         else:
             dirs = ([peer_dir] if peer_dir else []) + system_dirs + [os.path.join(repo, ".peers")]
             path = _find_peer(soname, dirs)
         if path is None:
             print(f"run.py: {name} not found ({soname}; looked in {', '.join(dirs)}); running without it")
             continue
-        packaged = os.path.dirname(path) in system_dirs or name == "glibc"
+        packaged = package is not None and (os.path.dirname(path) in system_dirs or name == "glibc")
         version = f"{package} {_dpkg_version(package) or 'version unknown'}" if packaged \
-            else f"copy in {os.path.dirname(path)}, version unknown"
+            else _wheel_version(os.path.dirname(path)) or f"copy in {os.path.dirname(path)}, version unknown"
         found.append(Allocator(name, os.path.abspath(path), version))
     return found
 

@@ -10,7 +10,7 @@ from report import summary  # noqa: E402
 
 DPI = 100
 COLORS = {"manymalloc": "#d62728", "glibc": "#7f7f7f", "jemalloc": "#1f77b4",
-          "tcmalloc": "#2ca02c", "mimalloc": "#ff7f0e"}
+          "tcmalloc": "#2ca02c", "mimalloc": "#ff7f0e", "mimalloc3": "#9467bd"}
 
 
 def _grid(n):

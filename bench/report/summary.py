@@ -183,15 +183,15 @@ def headlines(med, cases, threads, allocs, trace_results):
     def geo_time(peer, t):
         return geomean(ratio(med, c, t, peer) for c in cases)
 
-    for peer in ("mimalloc", "glibc"):
+    for peer in ("mimalloc", "mimalloc3", "glibc"):
         if peer in names and cases:
             out.append(f"Time at {top} threads, geometric mean over the bench set, manymalloc / {peer}: "
                        f"**{fmt_ratio(geo_time(peer, top))}**")
-    if "mimalloc" in names and cases:
+    for peer in ("mimalloc", "mimalloc3"):
         for t in (1, 2):
-            if t in threads:
-                out.append(f"Time at {t} thread{'s' if t > 1 else ''}, geometric mean, manymalloc / mimalloc: "
-                           f"**{fmt_ratio(geo_time('mimalloc', t))}**")
+            if peer in names and cases and t in threads:
+                out.append(f"Time at {t} thread{'s' if t > 1 else ''}, geometric mean, manymalloc / {peer}: "
+                           f"**{fmt_ratio(geo_time(peer, t))}**")
     if "tcmalloc" in names:
         for w in ("w1", "w2", "w3"):
             if w in cases:
@@ -215,12 +215,12 @@ def headlines(med, cases, threads, allocs, trace_results):
                 out.append(f"Trace set first-replay throughput (fresh heap) at {t} thread{'s' if t > 1 else ''}: "
                            f"manymalloc {ours_f:.0f} Kops/s vs mimalloc {mi_f:.0f} Kops/s (ratio **{ours_f / mi_f:.2f}**; "
                            f"geometric mean of per-trace ratios {per_trace:.2f})")
-    if "mimalloc" in names:
-        rss = {(c, t): ratio(med, c, t, "mimalloc", "rss_kib") for c in cases for t in threads}
+    for peer in ("mimalloc", "mimalloc3"):
+        rss = {(c, t): ratio(med, c, t, peer, "rss_kib") for c in cases for t in threads} if peer in names else {}
         rss = {k: v for k, v in rss.items() if v is not None}
         if rss:
             worst = max(rss, key=rss.get)
-            out.append(f"Peak RSS, manymalloc / mimalloc over the bench set: geometric mean **{geomean(rss.values()):.2f}**, "
+            out.append(f"Peak RSS, manymalloc / {peer} over the bench set: geometric mean **{geomean(rss.values()):.2f}**, "
                        f"max **{rss[worst]:.2f}** ({worst[0]} at {worst[1]}T)")
     if cases:
         out += losses(med, cases, threads, allocs)

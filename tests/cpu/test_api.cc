@@ -269,6 +269,25 @@ TEST(Api, ReallocOfLargeBlockWithASplitMappingKeepsItsContents) {
   mm_free(shrunk);
 }
 
+// A freed mapping of 7 MiB is always cached; a block of 3 MiB (less than
+// half of it, 4 MiB less) takes it whole with its pages, rather than its
+// front up to the next segment boundary (src/cpu/large.c,
+// mm_large_excess_small): the 4 MiB cut off would stay cached anyway.
+TEST(Api, CachedLargeMappingLittleBiggerThanTheBlockIsTakenWhole) {
+  void *big = mm_malloc(7 * MiB);
+  ASSERT_NE(big, nullptr);
+  memset(big, 1, 7 * MiB);
+  mm_free(big);
+  void *p = mm_malloc(3 * MiB);
+  ASSERT_NE(p, nullptr);
+  EXPECT_EQ(p, big) << "the cached mapping was not reused";
+  EXPECT_GE(mm_malloc_usable_size(p), 7 * MiB) << "the cached mapping was cut";
+  const uint64_t tag = tag_make(5, 11);
+  tag_fill(p, 3 * MiB, tag, TagSpan::all);
+  EXPECT_TRUE(tag_check(p, 3 * MiB, tag, TagSpan::all));
+  mm_free(p);
+}
+
 TEST(Api, ReallocOfNullActsAsMalloc) {
   for (size_t size : {size_t(0), size_t(1), size_t(100), 70 * KiB, 2 * MiB}) {
     void *p = mm_realloc(nullptr, size);
