@@ -1,5 +1,5 @@
 # The two commands of the README:
-#   make bench   build everything, run the benchmarks this machine can run, write bench/results/
+#   make bench   build everything, run the benchmarks this machine can run, write build/bench/
 #   make test    build everything and run every test (normal build, then the ASan/UBSan build)
 JOBS ?= $(shell nproc)
 

@@ -12,9 +12,9 @@ the machine hits all of them alike. With --pin, each repetition runs every
 allocator on the same CPUs (a window of as many CPUs as threads, moved on at
 each repetition): on a host whose cores run at different speeds, unpinned
 runs compare the cores that each allocator's processes landed on. Prints a table of median times and
-writes results.json, report.md and PNG plots to --out. Where `nvidia-smi -L`
-finds a GPU, the GPU benchmarks run afterwards (bench/gpu/run.py, else
-scripts/gpu-check). Before them, the dist benchmarks run (bench/dist/run.py:
+writes results.json, report.md and PNG plots to --out (default BUILD/bench/cpu,
+outside the tracked tree). Where `nvidia-smi -L` finds a GPU, the GPU
+benchmarks run afterwards (scripts/gpu-check). Before them, the dist benchmarks run (bench/dist/run.py:
 fragmentation, latency and scheduler load of the distributed region allocator,
 and one scheduler against a tree of them), writing their report to
 BUILD/bench/dist.
@@ -53,7 +53,7 @@ def parse_args():
     p.add_argument("--scale", type=float, help="work per run as a share of a full run's (default 1, --quick 0.1)")
     p.add_argument("--only", help="run only the cases whose name matches this regex (cases: "
                                   + ", ".join(c.name for c in cases.CASES) + f", {cases.TRACES})")
-    p.add_argument("--out", default=os.path.join(BENCH, "results", "cpu"), help="default bench/results/cpu")
+    p.add_argument("--out", help="default BUILD/bench/cpu")
     p.add_argument("--build", default=os.path.join(REPO, "build"), help="default build")
     p.add_argument("--peer-dir", help="directory searched first for the peers' .so files")
     p.add_argument("--pin", action="store_true", help="run each repetition's processes, every allocator alike, "
@@ -136,18 +136,14 @@ def run_dist(build):
 
 
 def run_gpu():
-    """The GPU part belongs to bench/gpu/; it runs only where a GPU is."""
+    """The GPU part belongs to scripts/gpu-check; it runs only where a GPU is."""
     if not shutil.which("nvidia-smi"):
         return 0
     probe = subprocess.run(["nvidia-smi", "-L"], capture_output=True, text=True)
     if probe.returncode != 0 or "GPU" not in probe.stdout:
         return 0
-    for script in (os.path.join(BENCH, "gpu", "run.py"), os.path.join(REPO, "scripts", "gpu-check")):
-        if os.path.exists(script):
-            print(f"run.py: GPU found, running {os.path.relpath(script, REPO)}", flush=True)
-            argv = [sys.executable, script] if script.endswith(".py") else [script]
-            return subprocess.run(argv, cwd=REPO).returncode
-    return 0
+    print("run.py: GPU found, running scripts/gpu-check", flush=True)
+    return subprocess.run([os.path.join(REPO, "scripts", "gpu-check")], cwd=REPO).returncode
 
 
 # ---------------------------------------------------------------------------
@@ -206,7 +202,8 @@ def main():
     if not args.smoke:
         config = {"mode": mode, "reps": reps, "threads": threads, "scale": scale, "trace_reps": trace_reps,
                   "loadavg_before": loadavg_before, "pinned": args.pin}
-        write_outputs(os.path.abspath(args.out), config, allocs, selected, runs, trace_results)
+        out_dir = os.path.abspath(args.out or os.path.join(build, "bench", "cpu"))
+        write_outputs(out_dir, config, allocs, selected, runs, trace_results)
         print()
         for h in summary.headlines(med, [c.name for c in selected], threads, allocs, trace_results):
             print("- " + h.replace("**", ""))

@@ -15,7 +15,6 @@ mm_options_t mm_options = {
   .shrink_rate = 64,
   .purge_delay = 10,
   .segment_cache = 8,
-  .orphan_cache = 1024,
   .large_hugepages = false,
 };
 
