@@ -60,18 +60,6 @@ void mm_heap_release(mm_heap_t *heap);
 void mm_heap_collect(mm_heap_t *heap, bool release_all);
 void mm_heap_delayed_drain(mm_heap_t *heap);
 void mm_heap_delayed_push(mm_heap_t *heap, mm_block_t *block);
-void mm_heap_grown(mm_heap_t *heap, size_t units);
-void mm_heap_refaulted(mm_heap_t *heap, size_t units);
-void mm_heap_give_back_growth(mm_heap_t *heap);
-#define MM_GROWN_BATCH 8 /* 4 KiB units of growth per give-back (heap.c) */
-#define MM_NEAR_HIGH   4 /* faulting in again counts as growth within 1/4 of the most bytes in use */
-#define MM_RISING_CALLS 8 /* ... while that most rose within the last 8 give-backs */
-/* Whether a batch of growth (or faults) waits to be matched. */
-static inline bool mm_heap_give_back_due(const mm_heap_t *heap) {
-  return heap->grown + heap->refaulted >= MM_GROWN_BATCH;
-}
-void mm_heap_purge_schedule(mm_heap_t *heap, uint64_t at);
-void mm_heap_purge_expired(mm_heap_t *heap, uint64_t now);
 mm_page_t *mm_heap_find_page(mm_heap_t *heap, unsigned size_class);
 void mm_heap_queue_remove(mm_heap_t *heap, mm_page_t *page);
 void mm_heap_queue_push_front(mm_heap_t *heap, mm_page_t *page);
@@ -91,10 +79,42 @@ void mm_heap_release_spares(mm_heap_t *heap);
 void mm_page_free_remote(mm_segment_t *seg, mm_page_remote_t *remote, mm_block_t *block);
 void mm_page_free_local_slow(mm_segment_t *seg, mm_page_t *page, mm_block_t *block);
 
+/* ---- purge.c: what goes back to the OS, and when ---- */
+#define MM_GROWN_BATCH 8      /* 4 KiB units of growth per give-back */
+#define MM_NEAR_HIGH   4      /* faulting in again counts as growth within 1/4 of the most bytes in use */
+#define MM_RISING_CALLS 8     /* ... while that most rose within the last 8 give-backs */
+#define MM_SHRINK_EMPTY_MIN 3 /* OS pages an empty page must hold to give them back */
+void mm_purge_grown(mm_heap_t *heap, size_t units);
+void mm_purge_refaulted(mm_heap_t *heap, size_t units);
+void mm_purge_growth(mm_heap_t *heap);
+void mm_purge_page_emptied(mm_page_t *page);
+void mm_purge_schedule(mm_heap_t *heap, uint64_t at);
+void mm_purge_warm_schedule(uint64_t at);
+void mm_purge_expired(mm_heap_t *heap, uint64_t now);
+void mm_purge_collect(mm_heap_t *heap, bool release_all);
+void mm_purge_caches(void);
+extern uintptr_t mm_purge_warm_due; /* ms: exited threads' segments or cached large mappings next due to go back; 0: none */
+
+/* Whether a batch of growth (or faults) waits to be matched. */
+static inline bool mm_purge_growth_due(const mm_heap_t *heap) {
+  return heap->purge.grown + heap->purge.refaulted >= MM_GROWN_BATCH;
+}
+
+/* Whether some memory, the heap's or the process's, waits for its delay. */
+static inline bool mm_purge_any_due(const mm_heap_t *heap) {
+  return heap->purge.due != 0 || mm_atomic_load_relaxed(&mm_purge_warm_due) != 0;
+}
+
+/* When memory left unused at `now` may go back (MANYMALLOC_PURGE_DELAY). */
+static inline uint64_t mm_purge_delay_end(uint64_t now) {
+  return now + mm_options.purge_delay;
+}
+
 /* ---- shrink.c ---- */
 size_t mm_heap_shrink_pages(mm_heap_t *heap, size_t units);
 bool mm_page_unshrink(mm_page_t *page);
-void mm_page_shrink_empty(mm_page_t *page);
+size_t mm_page_resident_units(const mm_page_t *page);
+void mm_page_shrink_all(mm_page_t *page);
 void mm_page_shrunk_reset(mm_page_t *page);
 
 /* ---- segment.c ---- */
@@ -112,8 +132,6 @@ void mm_segment_retired_release(mm_heap_t *heap);
 bool mm_segment_retired_resident(const mm_heap_t *heap, unsigned kind);
 void mm_segment_retired_hand_over(mm_heap_t *heap);
 void mm_segment_warm_expire(uint64_t now, bool all);
-void mm_segment_warm_schedule(uint64_t at);
-extern uintptr_t mm_segment_warm_due; /* ms: exited threads' segments or cached large mappings next due to go back; 0: none */
 uint8_t *mm_segment_page_area(const mm_segment_t *seg, size_t index, size_t *size);
 
 /* ---- span.c ---- */

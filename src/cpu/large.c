@@ -301,9 +301,9 @@ void mm_large_free(mm_segment_t *seg) {
   mm_stats_large(-1, -(intptr_t)seg->block_size);
   mm_checked_on_unmap(seg, true);
   if (seg->block_offset == MM_LARGE_OFFSET) {
-    if (mm_options.purge) seg->purge_at = mm_os_clock_ms() + mm_options.purge_delay; /* before another thread may pop it */
+    if (mm_options.purge) seg->purge_at = mm_purge_delay_end(mm_os_clock_ms()); /* before another thread may pop it */
     if (mm_large_cache_push(seg)) {
-      if (mm_options.purge) mm_segment_warm_schedule(seg->purge_at);
+      if (mm_options.purge) mm_purge_warm_schedule(seg->purge_at);
       return;
     }
   }
@@ -311,9 +311,8 @@ void mm_large_free(mm_segment_t *seg) {
 }
 
 /* Returns the cached mappings whose delay is over at `now` to the OS;
- * called once mm_segment_warm_due has come (mm_segment_warm_expire). */
+ * called once mm_purge_warm_due has come (purge.c). */
 void mm_large_cache_expire(uint64_t now) {
-  if (!mm_options.purge) return; /* MANYMALLOC_PURGE=0: keep everything committed */
   size_t used = mm_atomic_load_relaxed(&mm_large_cache_used), released = 0;
   for (size_t i = 0; i < used; i++) {
     mm_segment_t *seg = mm_large_cache_take_any(i);
@@ -322,7 +321,7 @@ void mm_large_cache_expire(uint64_t now) {
       released += seg->mapped_size;
       mm_os_free(seg, seg->mapped_size);
     } else {
-      mm_segment_warm_schedule(seg->purge_at);
+      mm_purge_warm_schedule(seg->purge_at);
     }
   }
   mm_large_peak_lower(released);

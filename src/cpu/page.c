@@ -99,9 +99,9 @@ static bool mm_page_carve(mm_page_t *page) {
 /* Links blocks the page held out when it shrank (shrink.c), or else carves
  * the page one OS page at a time, so that it commits its memory as it is
  * used.  Where the slot had never held that much, the heap grew (and gives
- * back as much elsewhere, mm_heap_grown); where the slot gave its memory
+ * back as much elsewhere, mm_purge_grown); where the slot gave its memory
  * back while free (mm_segment_purge_free_slots), it faults in again
- * (mm_heap_refaulted).
+ * (mm_purge_refaulted).
  * Carving 8 KiB at a time left up to a page's worth of linked but unused
  * blocks resident in every class in use, which small programs feel:
  * syn-string.rep's 120 KB live had 34 classes. */
@@ -113,13 +113,13 @@ bool mm_page_extend(mm_page_t *page) {
   uint32_t carved = (uint32_t)mm_os_page_round((size_t)page->capacity * page->stride);
   if (carved > memory->purged_from && memory->purged_from < memory->purged_to) {
     uint32_t end = carved < memory->purged_to ? carved : memory->purged_to;
-    mm_heap_refaulted(seg->heap, (end - memory->purged_from) / MM_OS_PAGE_SIZE);
+    mm_purge_refaulted(seg->heap, (end - memory->purged_from) / MM_OS_PAGE_SIZE);
     memory->purged_from = end;
   }
   if (carved > memory->touched) {
     size_t grown = carved - mm_os_page_round(memory->touched);
     memory->touched = carved;
-    if (grown > 0) mm_heap_grown(seg->heap, grown / MM_OS_PAGE_SIZE);
+    if (grown > 0) mm_purge_grown(seg->heap, grown / MM_OS_PAGE_SIZE);
   }
   return true;
 }
@@ -204,7 +204,7 @@ void mm_page_free_local_slow(mm_segment_t *seg, mm_page_t *page, mm_block_t *blo
  * second page as a spare, instead of giving it back to its segment and
  * setting it up again each time (W2, 3-12 KB blocks at 20-80 a page, did
  * so every 1-2 thousand requests); a kept page gives back the memory it
- * carved, with few threads (mm_page_shrink_empty).  Any other empty page
+ * carved, with few threads (mm_purge_page_emptied).  Any other empty page
  * goes back to its segment.  At the heap's peak the spares go back too
  * (mm_heap_release_spares). */
 void mm_page_retire(mm_page_t *page) {
@@ -214,7 +214,7 @@ void mm_page_retire(mm_page_t *page) {
   mm_page_t *first = heap->queues[page->size_class].first;
   if (first->next == NULL || first->next->next == NULL) {
     mm_stats_count_page(heap, page);
-    mm_page_shrink_empty(page);
+    mm_purge_page_emptied(page);
     return;
   }
   mm_heap_queue_remove(heap, page);

@@ -191,14 +191,14 @@ size_t mm_span_purge(mm_heap_t *heap, size_t units, bool whole_runs) {
 
 /* Units [i, i + units) of the segment are in use, cut from a run of which
  * at most `resident` units were resident: those never touched before are
- * growth (mm_heap_grown), those that went back fault in again
- * (mm_heap_refaulted). */
+ * growth (mm_purge_grown), those that went back fault in again
+ * (mm_purge_refaulted). */
 static void mm_span_fault_in(mm_heap_t *heap, mm_segment_t *seg, size_t i, size_t units, size_t resident) {
   size_t end = i + units, touched = seg->span_touched > i ? seg->span_touched : i;
   size_t fresh = end > touched ? end - touched : 0, reused = units - fresh;
   if (end > seg->span_touched) seg->span_touched = (uint32_t)end;
-  mm_heap_grown(heap, fresh);
-  mm_heap_refaulted(heap, reused > resident ? reused - resident : 0);
+  mm_purge_grown(heap, fresh);
+  mm_purge_refaulted(heap, reused > resident ? reused - resident : 0);
 }
 
 /* ---------------------------------------------------------------------------
@@ -233,9 +233,9 @@ static void mm_span_segment_empty(mm_heap_t *heap, mm_segment_t *seg) {
   heap->span_empty = seg;
   if (!mm_options.purge) return;
   uint64_t now = mm_os_clock_ms();
-  seg->purge_at = now + mm_options.purge_delay;
-  mm_heap_purge_schedule(heap, seg->purge_at);
-  mm_heap_purge_expired(heap, now);
+  seg->purge_at = mm_purge_delay_end(now);
+  mm_purge_schedule(heap, seg->purge_at);
+  mm_purge_expired(heap, now);
 }
 
 /* The kept empty segment, unused for the delay, gives back all but its
@@ -244,7 +244,7 @@ void mm_span_purge_expired(mm_heap_t *heap, uint64_t now) {
   mm_segment_t *seg = heap->span_empty;
   if (seg == NULL || !mm_options.purge) return;
   if (seg->purge_at > now) {
-    mm_heap_purge_schedule(heap, seg->purge_at);
+    mm_purge_schedule(heap, seg->purge_at);
     return;
   }
   size_t keep = MM_KEEP_BYTES >> MM_SPAN_SHIFT;
