@@ -148,11 +148,9 @@ void mm_heap_page_unfull(mm_heap_t *heap, mm_page_t *page) {
  * page that another class keeps (mm_page_retire) in a medium segment, whose
  * carved memory is still resident: a program whose sizes drift through
  * classes, as compilers' and interpreters' do, then reuses it instead of
- * touching new memory, and keeps no freed block resident in each class
- * (gcc-O2.rep kept 1.2 MB so, for 3.3 MB live, before blocks above 32 KiB
- * moved to spans).  Small pages
- * stay with their class: taking them over too made trace replays up to 13%
- * slower, their classes coming back soon to carve a page afresh.  Checked
+ * touching new memory, and keeps no freed block resident in each class.
+ * Small pages stay with their class, which comes back soon to carve a page
+ * afresh (decision: which empty pages other classes take over).  Checked
  * mode leaves kept pages alone, so that a second free of one of their
  * blocks is still told from a wild pointer. */
 static mm_page_t *mm_heap_page_alloc(mm_heap_t *heap, unsigned size_class) {
@@ -182,12 +180,10 @@ static mm_page_t *mm_heap_page_alloc(mm_heap_t *heap, unsigned size_class) {
  * (found by address) and malloc_usable_size reports its size.
  * Classes of 2-16 KiB borrow only from an empty page (a page kept for its
  * class, mm_page_retire), and take its blocks by their fast path
- * (mm_heap_direct_follow) until it runs dry or leaves its queue: at their
- * peaks cmake-configure.rep and gcc-O2.rep held 0.4-0.5 MB in kept empty
- * pages, a sixth and a tenth of their footprint.  Any
- * lender at least half free, or borrowing at every malloc's slow path, made
- * W2 (3-12 KB), whose classes borrowed at each new high of their live
- * blocks, execute 2-28% more instructions; empty lenders, 0.4%.
+ * (mm_heap_direct_follow) until it runs dry or leaves its queue: kept empty
+ * pages are the memory such programs hold free at their peak, and lending
+ * only those keeps a class that churns at its high from borrowing at every
+ * slow path (decision: which pages lend to smaller classes).
  * Classes of 18-32 KiB borrow from any page with a free block, one block
  * at each slow path (their fast path stays on their own page).  Borrowers
  * and lenders are all padded classes (MM_COLOR_MIN up), so their blocks
@@ -206,10 +202,9 @@ static mm_page_t *mm_heap_borrow(mm_heap_t *heap, unsigned size_class) {
 /* The first page from `page` on in its queue with a quarter of its blocks
  * or more free, or NULL.  A class whose first page runs dry takes such a
  * page before it carves the first further: carving first grew the heap
- * while other pages of the class held free blocks (python-objects.rep
- * peaked with 0.31 MB free in its two pages of 128-byte blocks).  A page
- * with only a few free blocks is left where it is: made current, it would
- * fill again at once (W2 ran 1.4% more instructions so). */
+ * while other pages of the class held free blocks.  A page with only a few
+ * free blocks is left where it is: made current, it would fill again at
+ * once (decision: a quarter free before a page is taken again). */
 static mm_page_t *mm_heap_queue_find_free(mm_page_t *page, bool any) {
   for (; page != NULL; page = page->next) {
     if (!any && page->used * 4 > page->capacity * 3) continue;

@@ -203,11 +203,10 @@ static inline mm_page_remote_t *mm_segment_remote_of(mm_segment_t *seg, const vo
 /* Distance between the blocks of a class.  malloc and free work on a block's
  * first cache line, and a line's L1 set is fixed by address bits 6-11, so
  * blocks of a size that is a multiple of 1-4 KiB put all their heads on a
- * few sets and evict one another: W2 (3-12 KB) ran 1.4x tcmalloc's time so.
- * One line of padding spreads the heads of classes from 2 KiB over every
- * set, for 1-3% more memory, up to 32 KiB (W3 has blocks of 16-21 KiB in
- * medium pages: 1.25x the time unpadded); beyond, a page holds few blocks
- * and the pad would cost one of them (1 of 8 at 64 KiB, 1 of 4 at 128 KiB).
+ * few sets and evict one another.  One line of padding spreads the heads of
+ * classes from 2 KiB over every set, for a few percent more memory, up to
+ * 32 KiB; beyond, a page holds few blocks and the pad would cost one of
+ * them (decision: cache-line padding of 2-32 KiB classes).
  * (Blocks of padded classes are only 64-aligned; alloc-aligned.c carves
  * larger alignments inside them.) */
 static inline size_t mm_class_stride(unsigned size_class) {

@@ -10,8 +10,8 @@
  * the owner's descriptor: with both on one line, each remote free took that
  * line from the owner's cache and the owner's next malloc missed on it.
  * The owner's frees go straight back on `free` (LIFO), so the next malloc of
- * the class gets the block just freed, still in cache: against a separate
- * local_free list this cut W2's cycles by 14% and churn's by 9%.
+ * the class gets the block just freed, still in cache (decision: no
+ * separate local_free list).
  *
  * A page the owner found full leaves its class queue for heap->full.  The
  * first remote free into such a page (tag MM_DELAYED_NOTIFY) also hands its
@@ -46,9 +46,8 @@ void mm_page_init(mm_page_t *page, mm_segment_t *seg, unsigned size_class) {
  * the same 4 KiB offset, hence the same L1 set and the same low address
  * bits that store-to-load forwarding compares first, as the first blocks of
  * every other page and the segment header's first line, which every free
- * reads.  W1 (16 classes of tiny blocks) ran 1.3x tcmalloc's time so, and
- * moving one hot object of the benchmark within its 4 KiB page changed its
- * time by up to 40%.  The color lies past the header's hot lines (segment
+ * reads, and the hot blocks of a few classes evict one another (decision:
+ * slab coloring of page starts).  The color lies past the header's hot lines (segment
  * fields and page descriptors) and differs by 7 lines between neighbouring
  * pages and segments.  Only the order changes: the blocks before the color
  * are carved too, so no memory or alignment is lost. */
@@ -102,9 +101,9 @@ static bool mm_page_carve(mm_page_t *page) {
  * back as much elsewhere, mm_purge_grown); where the slot gave its memory
  * back while free (mm_segment_purge_free_slots), it faults in again
  * (mm_purge_refaulted).
- * Carving 8 KiB at a time left up to a page's worth of linked but unused
- * blocks resident in every class in use, which small programs feel:
- * syn-string.rep's 120 KB live had 34 classes. */
+ * One OS page at a time, because a larger step leaves linked but unused
+ * blocks resident in every class in use, which small programs with many
+ * classes feel (decision: carving one OS page at a time). */
 bool mm_page_extend(mm_page_t *page) {
   if (mm_page_unshrink(page)) return true; /* memory it gave back first */
   if (!mm_page_carve(page)) return false;
@@ -128,8 +127,8 @@ bool mm_page_extend(mm_page_t *page) {
  * of `used` (and out of `used_counted`: each freeing thread took its block
  * out of the statistics already).  The count comes with the list, so the
  * list is walked only when `free` is not empty: the blocks were last
- * written by other cores, and walking them cost a serial cache miss per
- * block (15% of xmalloc's time at 2 threads). */
+ * written by other cores, and walking them costs a serial cache miss per
+ * block. */
 void mm_page_collect(mm_page_t *page) {
   uintptr_t *xthread_free = &page->remote->xthread_free;
   uintptr_t x = mm_atomic_load_relaxed(xthread_free);
@@ -202,8 +201,7 @@ void mm_page_free_local_slow(mm_segment_t *seg, mm_page_t *page, mm_block_t *blo
 /* The page has no live block.  A class keeps up to two pages: a class
  * whose live blocks go back and forth across a page's worth then keeps its
  * second page as a spare, instead of giving it back to its segment and
- * setting it up again each time (W2, 3-12 KB blocks at 20-80 a page, did
- * so every 1-2 thousand requests); a kept page gives back the memory it
+ * setting it up again each time; a kept page gives back the memory it
  * carved, with few threads (mm_purge_page_emptied).  Any other empty page
  * goes back to its segment.  At the heap's peak the spares go back too
  * (mm_heap_release_spares). */

@@ -25,9 +25,8 @@ _Static_assert(sizeof(mm_page_t) == 64, "a page descriptor is 64 bytes");
 /* Every descriptor's `free` lies at 8 mod 16 within its 4 KiB page, where no
  * 16-aligned block's first word (stored by free, loaded by malloc) can: a
  * load whose low 12 address bits match an earlier store's waits for that
- * store (4K aliasing), and malloc's load of page->free heads its chain.
- * Line-aligned descriptors (free at 0 mod 64) took W1 3% and W2 and W3 2%
- * more time at one thread. */
+ * store (4K aliasing), and malloc's load of page->free heads its chain
+ * (decision: page descriptors off the 16-byte grid). */
 _Static_assert(offsetof(mm_segment_t, pages) % 16 == 8 && offsetof(mm_page_t, free) == 0,
                "page->free off the 16-byte grid of block starts");
 _Static_assert(sizeof(uintptr_t) == 8 && ((uintptr_t)1 << MM_MEDIUM_PAGE_SHIFT) / MM_ALIGNMENT < ((uintptr_t)1 << (64 - MM_XTHREAD_COUNT_SHIFT)),
@@ -122,9 +121,8 @@ static mm_segment_t *mm_segment_map(void) {
 /* Whether the heap's next segment would be a retired one of `kind`.  Its
  * memory is resident: a heap that needs memory it never touched takes that
  * segment first (pages: mm_segment_page_alloc, spans: mm_span_alloc).
- * Carving fresh memory while a whole segment lay resident and unused raised
- * the footprint by that segment: the trace of `git log --stat` (spans of
- * 64 KiB - 1 MiB coming and going) peaked at 1.5x its live bytes, 1.13x so. */
+ * Carving fresh memory while a whole segment lay resident and unused would
+ * raise the footprint by that segment. */
 bool mm_segment_retired_resident(const mm_heap_t *heap, unsigned kind) {
   return heap->retired != NULL && heap->retired->kind == kind;
 }
@@ -188,11 +186,10 @@ static void mm_segment_release_after(mm_heap_t *heap, mm_segment_t **keep) {
 
 /* The segment has no page in use: the heap retires it, as it is, and the
  * next segment it needs is the newest retired one.  A program whose pages
- * come and go at a segment boundary otherwise purged a segment and faulted
- * its pages in again every time (W2, 3-12 KB blocks, did 130 madvise calls
- * of 4 MiB per thread and 2.5x tcmalloc's page faults), and one that frees
- * everything and starts over (a trace replayed again) purged and refaulted
- * all of it.  The newest retired segment stays until another one empties;
+ * come and go at a segment boundary would otherwise purge a segment and
+ * fault its pages in again every time, and one that frees everything and
+ * starts over would purge and refault all of it (decision: retired segments
+ * stay resident for the purge delay).  The newest retired segment stays until another one empties;
  * the others go once they have stayed unused for the delay
  * (mm_segment_purge_expired), or beyond MM_RETIRED_MAX at once, or all with
  * the heap's collection. */

@@ -1,10 +1,9 @@
 /* manymalloc cpu: spans, runs of OS pages for blocks of 32 KiB - 1 MiB
  * (and for blocks that realloc grows past 4 KiB, which then grow in place).
  *
- * Pages of one size class keep a freed block for that class alone: at their
- * peak syn-mix.rep held 2 MB free in pages of 144 KiB-1 MiB blocks, of no
- * use to the sizes beside theirs, and class rounding left up to 12.5% of
- * every big block resident.  Blocks above MM_MEDIUM_BLOCK_MAX instead take
+ * Pages of one size class keep a freed block for that class alone, of no
+ * use to the sizes beside theirs, and class rounding leaves up to 12.5% of
+ * every big block resident (decision: spans for blocks above 32 KiB).  Blocks above MM_MEDIUM_BLOCK_MAX instead take
  * a run of whole 4 KiB units from a span segment (glibc's chunks, mimalloc's
  * spans, at OS page grain): malloc takes the first free run that fits from
  * the smallest bin of free runs that holds one and splits off the rest; free
@@ -141,11 +140,9 @@ static mm_span_t *mm_span_find_resident(mm_heap_t *heap, unsigned b, size_t unit
 
 /* The run to cut `units` from: the fit, unless it was purged (in part)
  * while a longer run is resident.  Reused purged memory faults in again
- * (mm_span_fault_in), so taking it while resident memory lay free raised
- * the footprint: syn-mix.rep peaked with 1.4 MB in
- * free resident runs, after a 31-unit block took a 59-unit purged run over
- * a resident one of 79.  Splitting the resident run instead cost nothing
- * measurable, and saved syn-array.rep's replays page faults. */
+ * (mm_span_fault_in), so taking it while resident memory lies free raises
+ * the footprint; splitting the longer resident run costs nothing and saves
+ * faults (decision: resident runs before purged ones). */
 static mm_span_t *mm_span_find(mm_heap_t *heap, size_t units) {
   mm_span_t *fit = mm_span_find_fit(heap, units);
   if (fit == NULL || fit->resident >= units) return fit;
@@ -157,15 +154,12 @@ static mm_span_t *mm_span_find(mm_heap_t *heap, size_t units) {
  * the OS, the largest first, until about `units` went back; returns how
  * many.  With `whole_runs`, a run goes back whole (its length counts, though
  * it may have been resident only in part): the heap then ends up below its
- * live size plus what it grew, which the trace set's utilization needs
- * (syn-mix.rep 90.5% against 77.5% giving back only the tail).  Else only
- * as much of a run's tail as is wanted goes (blocks are cut from its front),
- * so that with many threads, where each madvise interrupts the others, the
- * heap gives back no more than it grew: syn-mix-realloc replayed by four
- * threads took the whole runs of 4x its growth.
+ * live size plus what it grew.  Else only as much of a run's tail as is
+ * wanted goes (blocks are cut from its front), so that with many threads,
+ * where each madvise interrupts the others, the heap gives back no more
+ * than it grew (decision: whole runs with few threads, tails with many).
  * Shorter runs stay: the next blocks are cut from them, and purging them
- * cost syn-mix-realloc a madvise and a fault for nearly every page given
- * back, for a point of utilization or less. */
+ * would cost a madvise and a fault for nearly every page given back. */
 #define MM_SPAN_PURGE_MIN 16
 size_t mm_span_purge(mm_heap_t *heap, size_t units, bool whole_runs) {
   size_t purged = 0;
