@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <unistd.h>
 
-#include "bitmap.h"
+#include "common/bitmap.h"
 #include "internal.h"
 
 #define MM_ADDRESS_BITS 48

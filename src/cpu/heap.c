@@ -7,7 +7,7 @@
  * the next new thread adopts it, pages, segments and pending frees included.
  * Heaps are never unmapped, so a remote thread may always touch one. */
 #include "internal.h"
-#include "seq_fifo.h"
+#include "common/seq_fifo.h"
 
 mm_heap_t *mm_heaps_all; /* every heap ever created, linked by all_next (push only) */
 

@@ -10,7 +10,7 @@
 #include <string.h>
 
 #include "types.h"
-#include "atomic.h"
+#include "common/atomic.h"
 #include "manymalloc/manymalloc.h"
 
 #define MM_EXPORT   __attribute__((visibility("default")))

@@ -11,7 +11,7 @@
 #include <errno.h>
 
 #include "internal.h"
-#include "seq_fifo.h"
+#include "common/seq_fifo.h"
 
 _Static_assert(offsetof(mm_segment_t, pages[1]) <= MM_LARGE_OFFSET,
                "a large block's header must fit before the block");
