@@ -18,6 +18,7 @@ static void *mm_malloc_from_class(mm_heap_t *heap, unsigned size_class) {
   if (page->size_class != size_class || (heap->borrowing & mm_heap_borrow_bit(size_class)) != 0)
     mm_heap_direct_follow(heap, size_class, page); /* a lender's page, or back to its own */
   mm_block_t *block = page->free;
+  MM_ASSERT(mm_page_holds_block(page, block) && page->used < page->capacity);
   page->free = block->next;
   page->used++;
   mm_stats_count_page(heap, page); /* a slow path already: keep the counters current */

@@ -87,6 +87,15 @@ void mm_fatal_pointer(const char *what, const void *p) {
   abort();
 }
 
+/* A broken invariant (MM_ASSERT, in the sanitizer and debug builds). */
+void mm_assert_fail(const char *cond, const char *file, int line) {
+  char buf[256];
+  int n = snprintf(buf, sizeof buf, "manymalloc: assertion failed: %s (%s:%d)\n", cond, file, line);
+  ssize_t ignored = write(STDERR_FILENO, buf, n < (int)sizeof buf ? (size_t)n : sizeof buf - 1);
+  (void)ignored;
+  abort();
+}
+
 /* ---------------------------------------------------------------------------
  * Validation of a pointer passed to free
  * ------------------------------------------------------------------------- */

@@ -88,6 +88,8 @@ static void mm_heap_direct_unborrow(mm_heap_t *heap, const mm_page_t *page) {
 
 void mm_heap_queue_remove(mm_heap_t *heap, mm_page_t *page) {
   mm_page_queue_t *q = mm_heap_queue_of(heap, page);
+  MM_ASSERT(page->prev != NULL ? page->prev->next == page : q->first == page); /* in this queue */
+  MM_ASSERT(page->next != NULL ? page->next->prev == page : q->last == page);
   bool was_first = q->first == page;
   if (page->prev != NULL) page->prev->next = page->next;
   else q->first = page->next;
@@ -101,6 +103,7 @@ void mm_heap_queue_remove(mm_heap_t *heap, mm_page_t *page) {
 
 void mm_heap_queue_push_front(mm_heap_t *heap, mm_page_t *page) {
   mm_page_queue_t *q = mm_heap_queue_of(heap, page);
+  MM_ASSERT(page->next == NULL && page->prev == NULL && q->first != page); /* in no queue */
   page->prev = NULL;
   page->next = q->first;
   if (q->first != NULL) q->first->prev = page;
@@ -134,6 +137,7 @@ static void mm_heap_page_to_full(mm_heap_t *heap, mm_page_t *page) {
  * otherwise become current, fill at once and go back to full, two CAS per
  * block. */
 void mm_heap_page_unfull(mm_heap_t *heap, mm_page_t *page) {
+  MM_ASSERT(page->in_full);
   if (!mm_page_try_clear_delayed(page)) return;
   mm_heap_queue_remove(heap, page);
   page->in_full = 0;

@@ -18,6 +18,14 @@
 #define mm_likely(x)   __builtin_expect(!!(x), 1)
 #define mm_unlikely(x) __builtin_expect(!!(x), 0)
 
+/* Invariants checked at run time where MM_ASSERTS is defined: in the
+ * sanitizer and debug builds (src/cpu/CMakeLists.txt), never in Release. */
+#if defined(MM_ASSERTS)
+#define MM_ASSERT(cond) (mm_likely(cond) ? (void)0 : mm_assert_fail(#cond, __FILE__, __LINE__))
+#else
+#define MM_ASSERT(cond) ((void)0)
+#endif
+
 /* ---- options.c ---- */
 typedef struct mm_options_s {
   bool verbose;          /* MANYMALLOC_VERBOSE: print statistics at exit */
@@ -167,6 +175,7 @@ void mm_checked_on_aligned(mm_segment_t *seg, void *block, void *p);
 void mm_checked_free(void *p);
 void mm_checked_realloc(const void *p);
 void mm_fatal_pointer(const char *what, const void *p) __attribute__((noreturn));
+void mm_assert_fail(const char *cond, const char *file, int line) __attribute__((noreturn));
 
 /* ---- stats.c ---- */
 void mm_stats_mapped(intptr_t bytes);
@@ -218,6 +227,12 @@ static inline size_t mm_class_stride(unsigned size_class) {
 static inline mm_block_t *mm_page_block_of(const mm_page_t *page, const void *p) {
   size_t offset = (size_t)((uintptr_t)p - (uintptr_t)page->start);
   return (mm_block_t *)(page->start + offset / page->stride * page->stride);
+}
+
+/* Whether `block` is the start of a block the page carved. */
+static inline bool mm_page_holds_block(const mm_page_t *page, const void *block) {
+  size_t offset = (size_t)((uintptr_t)block - (uintptr_t)page->start);
+  return (uintptr_t)block >= (uintptr_t)page->start && offset % page->stride == 0 && offset / page->stride < page->capacity;
 }
 
 /* `bytes` rounded up to whole OS pages (0 when that wraps around). */
@@ -278,6 +293,7 @@ static inline void mm_free_inline(void *p) {
   mm_heap_t *heap = mm_heap_tls;
   if (mm_likely(seg->heap == heap && page->flags == 0)) {
     mm_block_t *block = (mm_block_t *)p;
+    MM_ASSERT(page->used > 0 && mm_page_holds_block(page, block));
     block->next = page->free;
     page->free = block;
     if (mm_unlikely(--page->used == 0)) mm_page_retire(page);

@@ -92,6 +92,7 @@ static bool mm_page_carve(mm_page_t *page) {
   tail = mm_page_link(first, skip, stride, tail);
   page->free = mm_page_link(first + skip * stride, inside - skip, stride, tail);
   page->capacity += (uint16_t)n;
+  MM_ASSERT(page->capacity <= page->reserved);
   return true;
 }
 
@@ -141,6 +142,7 @@ void mm_page_collect(mm_page_t *page) {
   }
   page->free = head;
   uint32_t n = mm_xthread_count(x);
+  MM_ASSERT(n <= page->used); /* each was handed out, and counted, before it was freed */
   page->used -= n;
   page->used_counted -= (int32_t)n;
 }
@@ -148,6 +150,7 @@ void mm_page_collect(mm_page_t *page) {
 /* Arms the notification for a page about to enter heap->full; fails when a
  * remote free slipped in since the last collect (the page is not full). */
 bool mm_page_try_mark_full(mm_page_t *page) {
+  MM_ASSERT(!page->in_full);
   uintptr_t expected = MM_DELAYED_NONE;
   return mm_atomic_cas(&page->remote->xthread_free, &expected, MM_DELAYED_NOTIFY);
 }
@@ -186,11 +189,14 @@ void mm_page_free_remote(mm_segment_t *seg, mm_page_remote_t *remote, mm_block_t
   mm_heap_delayed_push(seg->heap, block);
 
   x = mm_atomic_load_relaxed(xthread_free);
-  while (!mm_atomic_cas(xthread_free, &x, x & ~MM_DELAYED_MASK)) {}
+  do {
+    MM_ASSERT(mm_xthread_tag(x) == MM_DELAYED_BUSY); /* only the notifier leaves BUSY */
+  } while (!mm_atomic_cas(xthread_free, &x, x & ~MM_DELAYED_MASK));
 }
 
 /* An owner's free into a page parked in heap->full: the page has room again. */
 void mm_page_free_local_slow(mm_segment_t *seg, mm_page_t *page, mm_block_t *block) {
+  MM_ASSERT(page->used > 0 && mm_page_holds_block(page, block));
   block->next = page->free;
   page->free = block;
   page->used--;
@@ -208,6 +214,7 @@ void mm_page_free_local_slow(mm_segment_t *seg, mm_page_t *page, mm_block_t *blo
 void mm_page_retire(mm_page_t *page) {
   mm_segment_t *seg = mm_segment_of(page->start);
   mm_heap_t *heap = seg->heap;
+  MM_ASSERT(page->used == 0);
   if (page->in_full) return; /* still parked: a notifying thread may hold it */
   mm_page_t *first = heap->queues[page->size_class].first;
   if (first->next == NULL || first->next->next == NULL) {

@@ -343,6 +343,7 @@ size_t mm_segment_purge_free_slots(mm_heap_t *heap, size_t units) {
 /* The page (already out of every heap queue) has no live block. */
 void mm_segment_page_free(mm_heap_t *heap, mm_page_t *page) {
   mm_segment_t *seg = mm_segment_of(page->start);
+  MM_ASSERT(page->used == 0 && seg->used_pages > 0 && (seg->free_pages >> page->index & 1) == 0);
   mm_stats_count_page(heap, page);
   heap->stats.pages[page->size_class]--;
   page->block_size = 0;

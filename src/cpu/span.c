@@ -300,6 +300,7 @@ void *mm_span_alloc(mm_heap_t *heap, size_t size, size_t alignment) {
 void mm_span_free(mm_heap_t *heap, mm_segment_t *seg, void *p) {
   size_t i = mm_span_index(seg, p);
   size_t n = mm_span_units(seg)[i].units;
+  MM_ASSERT(!mm_span_units(seg)[i].free && seg->used_pages > 0 && i + n <= MM_SPAN_UNITS);
   heap->stats.blocks[mm_span_class(n)]--;
   mm_span_release(heap, seg, i, n);
   if (--seg->used_pages == 0) mm_span_segment_empty(heap, seg);
