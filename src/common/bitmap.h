@@ -8,27 +8,27 @@
 #ifndef MM_COMMON_BITMAP_H
 #define MM_COMMON_BITMAP_H
 
-#include "atomic.h"
+#include "common/atomic.h"
 
 #define MM_BITMAP_WORD_BITS (8 * sizeof(uintptr_t))
 
-static inline MM_HOST_DEVICE uintptr_t mm_bitmap_mask(size_t bit) {
+static inline uintptr_t mm_bitmap_mask(size_t bit) {
   return (uintptr_t)1 << (bit % MM_BITMAP_WORD_BITS);
 }
 
 /* Sets `bit`; returns whether it was already set. */
-static inline MM_HOST_DEVICE bool mm_bitmap_set(uintptr_t *map, size_t bit) {
+static inline bool mm_bitmap_set(uintptr_t *map, size_t bit) {
   uintptr_t m = mm_bitmap_mask(bit);
   return (mm_atomic_fetch_or(&map[bit / MM_BITMAP_WORD_BITS], m) & m) != 0;
 }
 
 /* Clears `bit`; returns whether it was set. */
-static inline MM_HOST_DEVICE bool mm_bitmap_clear(uintptr_t *map, size_t bit) {
+static inline bool mm_bitmap_clear(uintptr_t *map, size_t bit) {
   uintptr_t m = mm_bitmap_mask(bit);
   return (mm_atomic_fetch_and(&map[bit / MM_BITMAP_WORD_BITS], ~m) & m) != 0;
 }
 
-static inline MM_HOST_DEVICE bool mm_bitmap_test(const uintptr_t *map, size_t bit) {
+static inline bool mm_bitmap_test(const uintptr_t *map, size_t bit) {
   return (mm_atomic_load_acquire(&map[bit / MM_BITMAP_WORD_BITS]) & mm_bitmap_mask(bit)) != 0;
 }
 

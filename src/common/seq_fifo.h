@@ -12,7 +12,7 @@
 #ifndef MM_COMMON_SEQ_FIFO_H
 #define MM_COMMON_SEQ_FIFO_H
 
-#include "atomic.h"
+#include "common/atomic.h"
 
 typedef struct mm_fifo_cell_s {
   uintptr_t seq;   /* turn of this slot: 2p free for position p, 2p + 1 holding it */
@@ -26,7 +26,7 @@ typedef struct mm_seq_fifo_s {
   uintptr_t dequeue_pos __attribute__((aligned(64))); /* next position to drain */
 } mm_seq_fifo_t;
 
-static inline MM_HOST_DEVICE void mm_seq_fifo_init(mm_seq_fifo_t *q, mm_fifo_cell_t *cells, uintptr_t capacity) {
+static inline void mm_seq_fifo_init(mm_seq_fifo_t *q, mm_fifo_cell_t *cells, uintptr_t capacity) {
   q->cells = cells;
   q->capacity = capacity;
   for (uintptr_t i = 0; i < capacity; i++) mm_atomic_store_relaxed(&cells[i].seq, 2 * i);
@@ -35,7 +35,7 @@ static inline MM_HOST_DEVICE void mm_seq_fifo_init(mm_seq_fifo_t *q, mm_fifo_cel
 }
 
 /* Appends `value`; false when the queue is full (or has no capacity). */
-static inline MM_HOST_DEVICE bool mm_seq_fifo_push(mm_seq_fifo_t *q, uintptr_t value) {
+static inline bool mm_seq_fifo_push(mm_seq_fifo_t *q, uintptr_t value) {
   if (q->capacity == 0) return false;
   uintptr_t pos = mm_atomic_load_relaxed(&q->enqueue_pos);
   for (;;) {
@@ -56,7 +56,7 @@ static inline MM_HOST_DEVICE bool mm_seq_fifo_push(mm_seq_fifo_t *q, uintptr_t v
 }
 
 /* Removes the oldest value into *out; false when the queue is empty. */
-static inline MM_HOST_DEVICE bool mm_seq_fifo_pop(mm_seq_fifo_t *q, uintptr_t *out) {
+static inline bool mm_seq_fifo_pop(mm_seq_fifo_t *q, uintptr_t *out) {
   if (q->capacity == 0) return false;
   uintptr_t pos = mm_atomic_load_relaxed(&q->dequeue_pos);
   for (;;) {

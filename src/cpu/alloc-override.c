@@ -10,8 +10,7 @@
 
 /* The two hottest functions start on a cache line of their own, so that
  * their fast paths sit in the same fetch blocks whatever the code around
- * them (a change elsewhere once moved malloc 16 bytes before a 4 KiB
- * boundary and cost a churn benchmark 3%). */
+ * them: a change elsewhere must not move them across a fetch boundary. */
 #define MM_HOT __attribute__((aligned(64)))
 MM_EXPORT MM_HOT void *malloc(size_t size) { return mm_malloc_inline(size); }
 MM_EXPORT MM_HOT void free(void *p) { mm_free_inline(p); }

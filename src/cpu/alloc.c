@@ -18,6 +18,7 @@ static void *mm_malloc_from_class(mm_heap_t *heap, unsigned size_class) {
   if (page->size_class != size_class || (heap->borrowing & mm_heap_borrow_bit(size_class)) != 0)
     mm_heap_direct_follow(heap, size_class, page); /* a lender's page, or back to its own */
   mm_block_t *block = page->free;
+  MM_ASSERT(mm_page_holds_block(page, block) && page->used < page->capacity);
   page->free = block->next;
   page->used++;
   mm_stats_count_page(heap, page); /* a slow path already: keep the counters current */
@@ -33,14 +34,13 @@ static void *mm_malloc_slow(mm_heap_t *heap, size_t size, bool in_span) {
     if (heap == NULL) return NULL;
   }
   if (mm_unlikely(mm_atomic_load_relaxed(&heap->delayed_free) != 0)) mm_heap_delayed_drain(heap);
-  if (mm_unlikely(heap->purge_due != 0 || mm_atomic_load_relaxed(&mm_segment_warm_due) != 0))
-    mm_heap_purge_expired(heap, mm_os_clock_ms()); /* one clock read for both */
-  if (mm_unlikely(mm_heap_give_back_due(heap))) mm_heap_give_back_growth(heap);
+  if (mm_unlikely(mm_purge_any_due(heap))) mm_purge_expired(heap, mm_os_clock_ms()); /* one clock read for both */
+  if (mm_unlikely(mm_purge_growth_due(heap))) mm_purge_growth(heap);
   void *p = in_span || size > MM_MEDIUM_BLOCK_MAX ? mm_span_alloc(heap, size, MM_ALIGNMENT)
                                                   : mm_malloc_from_class(heap, mm_size_class_of(size));
   /* growth (or faults) this malloc caused, and those of reallocs in place
      and aligned mallocs before it, matched while no page or span is in hand */
-  if (mm_unlikely(mm_heap_give_back_due(heap))) mm_heap_give_back_growth(heap);
+  if (mm_unlikely(mm_purge_growth_due(heap))) mm_purge_growth(heap);
   return p;
 }
 

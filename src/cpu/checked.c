@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <unistd.h>
 
-#include "bitmap.h"
+#include "common/bitmap.h"
 #include "internal.h"
 
 #define MM_ADDRESS_BITS 48
@@ -83,6 +83,15 @@ void mm_fatal_pointer(const char *what, const void *p) {
   for (int i = digits - 1; i >= 0; i--) buf[n++] = "0123456789abcdef"[(v >> (4 * i)) & 15];
   buf[n++] = '\n';
   ssize_t ignored = write(STDERR_FILENO, buf, n);
+  (void)ignored;
+  abort();
+}
+
+/* A broken invariant (MM_ASSERT, in the sanitizer and debug builds). */
+void mm_assert_fail(const char *cond, const char *file, int line) {
+  char buf[256];
+  int n = snprintf(buf, sizeof buf, "manymalloc: assertion failed: %s (%s:%d)\n", cond, file, line);
+  ssize_t ignored = write(STDERR_FILENO, buf, n < (int)sizeof buf ? (size_t)n : sizeof buf - 1);
   (void)ignored;
   abort();
 }

@@ -7,7 +7,7 @@
  * the next new thread adopts it, pages, segments and pending frees included.
  * Heaps are never unmapped, so a remote thread may always touch one. */
 #include "internal.h"
-#include "seq_fifo.h"
+#include "common/seq_fifo.h"
 
 mm_heap_t *mm_heaps_all; /* every heap ever created, linked by all_next (push only) */
 
@@ -88,6 +88,8 @@ static void mm_heap_direct_unborrow(mm_heap_t *heap, const mm_page_t *page) {
 
 void mm_heap_queue_remove(mm_heap_t *heap, mm_page_t *page) {
   mm_page_queue_t *q = mm_heap_queue_of(heap, page);
+  MM_ASSERT(page->prev != NULL ? page->prev->next == page : q->first == page); /* in this queue */
+  MM_ASSERT(page->next != NULL ? page->next->prev == page : q->last == page);
   bool was_first = q->first == page;
   if (page->prev != NULL) page->prev->next = page->next;
   else q->first = page->next;
@@ -101,6 +103,7 @@ void mm_heap_queue_remove(mm_heap_t *heap, mm_page_t *page) {
 
 void mm_heap_queue_push_front(mm_heap_t *heap, mm_page_t *page) {
   mm_page_queue_t *q = mm_heap_queue_of(heap, page);
+  MM_ASSERT(page->next == NULL && page->prev == NULL && q->first != page); /* in no queue */
   page->prev = NULL;
   page->next = q->first;
   if (q->first != NULL) q->first->prev = page;
@@ -134,6 +137,7 @@ static void mm_heap_page_to_full(mm_heap_t *heap, mm_page_t *page) {
  * otherwise become current, fill at once and go back to full, two CAS per
  * block. */
 void mm_heap_page_unfull(mm_heap_t *heap, mm_page_t *page) {
+  MM_ASSERT(page->in_full);
   if (!mm_page_try_clear_delayed(page)) return;
   mm_heap_queue_remove(heap, page);
   page->in_full = 0;
@@ -148,11 +152,9 @@ void mm_heap_page_unfull(mm_heap_t *heap, mm_page_t *page) {
  * page that another class keeps (mm_page_retire) in a medium segment, whose
  * carved memory is still resident: a program whose sizes drift through
  * classes, as compilers' and interpreters' do, then reuses it instead of
- * touching new memory, and keeps no freed block resident in each class
- * (gcc-O2.rep kept 1.2 MB so, for 3.3 MB live, before blocks above 32 KiB
- * moved to spans).  Small pages
- * stay with their class: taking them over too made trace replays up to 13%
- * slower, their classes coming back soon to carve a page afresh.  Checked
+ * touching new memory, and keeps no freed block resident in each class.
+ * Small pages stay with their class, which comes back soon to carve a page
+ * afresh (decision: which empty pages other classes take over).  Checked
  * mode leaves kept pages alone, so that a second free of one of their
  * blocks is still told from a wild pointer. */
 static mm_page_t *mm_heap_page_alloc(mm_heap_t *heap, unsigned size_class) {
@@ -182,12 +184,10 @@ static mm_page_t *mm_heap_page_alloc(mm_heap_t *heap, unsigned size_class) {
  * (found by address) and malloc_usable_size reports its size.
  * Classes of 2-16 KiB borrow only from an empty page (a page kept for its
  * class, mm_page_retire), and take its blocks by their fast path
- * (mm_heap_direct_follow) until it runs dry or leaves its queue: at their
- * peaks cmake-configure.rep and gcc-O2.rep held 0.4-0.5 MB in kept empty
- * pages, a sixth and a tenth of their footprint.  Any
- * lender at least half free, or borrowing at every malloc's slow path, made
- * W2 (3-12 KB), whose classes borrowed at each new high of their live
- * blocks, execute 2-28% more instructions; empty lenders, 0.4%.
+ * (mm_heap_direct_follow) until it runs dry or leaves its queue: kept empty
+ * pages are the memory such programs hold free at their peak, and lending
+ * only those keeps a class that churns at its high from borrowing at every
+ * slow path (decision: which pages lend to smaller classes).
  * Classes of 18-32 KiB borrow from any page with a free block, one block
  * at each slow path (their fast path stays on their own page).  Borrowers
  * and lenders are all padded classes (MM_COLOR_MIN up), so their blocks
@@ -206,10 +206,9 @@ static mm_page_t *mm_heap_borrow(mm_heap_t *heap, unsigned size_class) {
 /* The first page from `page` on in its queue with a quarter of its blocks
  * or more free, or NULL.  A class whose first page runs dry takes such a
  * page before it carves the first further: carving first grew the heap
- * while other pages of the class held free blocks (python-objects.rep
- * peaked with 0.31 MB free in its two pages of 128-byte blocks).  A page
- * with only a few free blocks is left where it is: made current, it would
- * fill again at once (W2 ran 1.4% more instructions so). */
+ * while other pages of the class held free blocks.  A page with only a few
+ * free blocks is left where it is: made current, it would fill again at
+ * once (decision: a quarter free before a page is taken again). */
 static mm_page_t *mm_heap_queue_find_free(mm_page_t *page, bool any) {
   for (; page != NULL; page = page->next) {
     if (!any && page->used * 4 > page->capacity * 3) continue;
@@ -266,99 +265,6 @@ void mm_heap_delayed_push(mm_heap_t *heap, mm_block_t *block) {
   } while (!mm_atomic_cas(&heap->delayed_free, &head, (uintptr_t)block));
 }
 
-/* ---------------------------------------------------------------------------
- * Giving memory back as the heap grows
- * ------------------------------------------------------------------------- */
-
-/* The heap took `units` of 4 KiB that were never resident (a page carved
- * further, a span reaching untouched memory).  Per MM_GROWN_BATCH units
- * (with those below), the next malloc's slow path gives back as many
- * (mm_heap_give_back_growth). */
-void mm_heap_grown(mm_heap_t *heap, size_t units) {
-  if (mm_options.purge) heap->grown += units; /* MANYMALLOC_PURGE=0: keep everything committed */
-}
-
-/* The heap faults in again `units` of 4 KiB that it gave back. */
-void mm_heap_refaulted(mm_heap_t *heap, size_t units) {
-  if (mm_options.purge) heap->refaulted += units;
-}
-
-/* Bytes in blocks of the heap, as its statistics last counted them. */
-static size_t mm_heap_in_use(const mm_heap_t *heap) {
-  intptr_t bytes = 0;
-  for (unsigned c = 0; c < MM_SIZE_CLASS_COUNT; c++) bytes += heap->stats.blocks[c] * (intptr_t)mm_size_class_size(c);
-  return bytes > 0 ? (size_t)bytes : 0;
-}
-
-/* Gives back as many units as the heap took afresh, from free spans that
- * are resident (the largest first, mm_span_purge).  At its peak (bytes in
- * use within 1/MM_NEAR_HIGH of their highest so far, and that highest
- * rose within the last MM_RISING_CALLS calls; with MANYMALLOC_SHRINK, the
- * default) it also gives back as many as it faulted in again, and where
- * the spans fall short, the resident memory of free page slots
- * (mm_segment_purge_free_slots, after the spare pages went back to their
- * segments) and the OS pages of free blocks inside pages
- * (mm_heap_shrink_pages).  Called where no page or span is in hand.
- * A heap that grows while holding free memory so stays near its live size,
- * as glibc's does by handing a free chunk to any size: the peak footprint
- * of cmake-configure.rep, whose sizes change as it runs, fell from 1.49x
- * its live bytes to 1.22x.  Away from the peak the heap does not shrink
- * pages nor match faults: a program that frees and allocates as much again
- * (a trace replayed again, by one thread or by new threads) would give back
- * and fault in the same pages every round (gcc-O2.rep's replays ran 3x
- * slower), and so would one that churns at a steady size (W2 took 18x its
- * page faults and 1.4x its time).  The price is paid at the peak, where
- * memory given back may be used again soon after, and it grows with the
- * threads that run: each madvise interrupts every other CPU running the
- * process to flush its TLB, and their faults meet in the kernel (W2 at 16
- * threads took 1.5x tcmalloc's time with pages shrinking, 0.9x without).
- * So the heap is at its peak only while at most MANYMALLOC_SHRINK_THREADS
- * threads (1) have heaps (docs/cpu-design.md, "Giving memory back as the
- * heap grows"). */
-void mm_heap_give_back_growth(mm_heap_t *heap) {
-  size_t want = heap->grown, in_use = mm_heap_in_use(heap);
-  if (in_use > heap->in_use_high) {
-    heap->in_use_high = in_use;
-    heap->high_rose_at = heap->give_backs;
-  }
-  bool rising = heap->give_backs - heap->high_rose_at <= MM_RISING_CALLS;
-  bool few_threads = mm_few_threads();
-  bool at_peak = mm_options.shrink && rising && in_use >= heap->in_use_high - heap->in_use_high / MM_NEAR_HIGH && few_threads;
-  if (at_peak) want += heap->refaulted;
-  heap->give_backs++;
-  heap->refaulted = 0;
-  if (want < MM_GROWN_BATCH) return; /* faulted in away from the peak: nothing to match yet */
-  heap->grown = 0;
-  size_t given = mm_span_purge(heap, want, few_threads);
-  if (!at_peak) return;
-  mm_heap_release_spares(heap);
-  if (given < want) given += mm_segment_purge_free_slots(heap, want - given);
-  if (given < want) mm_heap_shrink_pages(heap, want - given);
-}
-
-/* ---------------------------------------------------------------------------
- * Giving memory back after a delay
- * ------------------------------------------------------------------------- */
-
-/* Some memory (a retired segment, the empty span segment's tail) goes back
- * to the OS at `at` (ms) if it is still unused then. */
-void mm_heap_purge_schedule(mm_heap_t *heap, uint64_t at) {
-  if (heap->purge_due == 0 || at < heap->purge_due) heap->purge_due = at;
-}
-
-/* Gives back what is due at `now` (ms): the heap's own, and exited
- * threads' segments (mm_segment_warm_expire), which any heap's slow path
- * releases.  Called from the slow paths while something is scheduled; a
- * thread that stops allocating keeps its own until it allocates again,
- * exits or calls mm_collect. */
-void mm_heap_purge_expired(mm_heap_t *heap, uint64_t now) {
-  mm_segment_warm_expire(now, false);
-  if (heap->purge_due == 0 || now < heap->purge_due) return;
-  heap->purge_due = 0;
-  mm_segment_purge_expired(heap, now);
-  mm_span_purge_expired(heap, now);
-}
-
 /* Frees the blocks that remote threads handed over for full pages and for
  * spans. */
 void mm_heap_delayed_drain(mm_heap_t *heap) {
@@ -413,14 +319,7 @@ void mm_heap_collect(mm_heap_t *heap, bool release_all) {
     }
   }
   mm_span_collect(heap);
-  if (release_all) {
-    mm_segment_retired_release(heap);
-    mm_segment_purge_free_slots(heap, SIZE_MAX);
-    mm_span_purge(heap, SIZE_MAX, true);
-  } else {
-    mm_segment_retired_hand_over(heap); /* the thread exits: its successors may want them */
-  }
-  heap->purge_due = 0;
+  mm_purge_collect(heap, release_all);
   mm_stats_count_heap(heap);
 }
 

@@ -11,7 +11,7 @@
  * later TLS destructors still work) and orphans the heap.
  *
  * It also counts the threads that have a heap (pages shrink only while few
- * do, heap.c).
+ * do, purge.c).
  *
  * fork: the allocator holds no lock, so its atfork handler only sets that
  * count in the child, where the forking thread alone runs; it keeps its
@@ -34,7 +34,7 @@ __thread mm_heap_t *mm_heap_tls __attribute__((tls_model("initial-exec"))) = &mm
  * destructors do not give the dying thread a new heap. */
 static __thread bool mm_thread_exited __attribute__((tls_model("initial-exec")));
 
-/* Threads that have a heap now (heap.c shrinks pages only while few do). */
+/* Threads that have a heap now (purge.c shrinks pages only while few do). */
 static uintptr_t mm_threads;
 
 static pthread_once_t mm_process_once = PTHREAD_ONCE_INIT;
@@ -75,7 +75,7 @@ mm_heap_t *mm_thread_init(void) {
 }
 
 /* Whether at most MANYMALLOC_SHRINK_THREADS threads have a heap now: only
- * then do pages shrink (heap.c, shrink.c). */
+ * then do pages shrink (purge.c). */
 bool mm_few_threads(void) {
   return mm_atomic_load_relaxed(&mm_threads) <= mm_options.shrink_threads;
 }
@@ -110,7 +110,6 @@ MM_EXPORT size_t mm_collect(void) {
   size_t before = mm_os_released_by_thread;
   mm_heap_t *heap = mm_heap_tls;
   if (heap != &mm_heap_empty) mm_heap_collect(heap, true);
-  mm_segment_cache_purge();
-  mm_large_cache_purge();
+  mm_purge_caches();
   return mm_os_released_by_thread - before;
 }

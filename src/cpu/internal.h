@@ -10,13 +10,21 @@
 #include <string.h>
 
 #include "types.h"
-#include "atomic.h"
+#include "common/atomic.h"
 #include "manymalloc/manymalloc.h"
 
 #define MM_EXPORT   __attribute__((visibility("default")))
 #define MM_NOINLINE __attribute__((noinline))
 #define mm_likely(x)   __builtin_expect(!!(x), 1)
 #define mm_unlikely(x) __builtin_expect(!!(x), 0)
+
+/* Invariants checked at run time where MM_ASSERTS is defined: in the
+ * sanitizer and debug builds (src/cpu/CMakeLists.txt), never in Release. */
+#if defined(MM_ASSERTS)
+#define MM_ASSERT(cond) (mm_likely(cond) ? (void)0 : mm_assert_fail(#cond, __FILE__, __LINE__))
+#else
+#define MM_ASSERT(cond) ((void)0)
+#endif
 
 /* ---- options.c ---- */
 typedef struct mm_options_s {
@@ -59,18 +67,6 @@ void mm_heap_release(mm_heap_t *heap);
 void mm_heap_collect(mm_heap_t *heap, bool release_all);
 void mm_heap_delayed_drain(mm_heap_t *heap);
 void mm_heap_delayed_push(mm_heap_t *heap, mm_block_t *block);
-void mm_heap_grown(mm_heap_t *heap, size_t units);
-void mm_heap_refaulted(mm_heap_t *heap, size_t units);
-void mm_heap_give_back_growth(mm_heap_t *heap);
-#define MM_GROWN_BATCH 8 /* 4 KiB units of growth per give-back (heap.c) */
-#define MM_NEAR_HIGH   4 /* faulting in again counts as growth within 1/4 of the most bytes in use */
-#define MM_RISING_CALLS 8 /* ... while that most rose within the last 8 give-backs */
-/* Whether a batch of growth (or faults) waits to be matched. */
-static inline bool mm_heap_give_back_due(const mm_heap_t *heap) {
-  return heap->grown + heap->refaulted >= MM_GROWN_BATCH;
-}
-void mm_heap_purge_schedule(mm_heap_t *heap, uint64_t at);
-void mm_heap_purge_expired(mm_heap_t *heap, uint64_t now);
 mm_page_t *mm_heap_find_page(mm_heap_t *heap, unsigned size_class);
 void mm_heap_queue_remove(mm_heap_t *heap, mm_page_t *page);
 void mm_heap_queue_push_front(mm_heap_t *heap, mm_page_t *page);
@@ -90,10 +86,42 @@ void mm_heap_release_spares(mm_heap_t *heap);
 void mm_page_free_remote(mm_segment_t *seg, mm_page_remote_t *remote, mm_block_t *block);
 void mm_page_free_local_slow(mm_segment_t *seg, mm_page_t *page, mm_block_t *block);
 
+/* ---- purge.c: what goes back to the OS, and when ---- */
+#define MM_GROWN_BATCH 8      /* 4 KiB units of growth per give-back */
+#define MM_NEAR_HIGH   4      /* faulting in again counts as growth within 1/4 of the most bytes in use */
+#define MM_RISING_CALLS 8     /* ... while that most rose within the last 8 give-backs */
+#define MM_SHRINK_EMPTY_MIN 3 /* OS pages an empty page must hold to give them back */
+void mm_purge_grown(mm_heap_t *heap, size_t units);
+void mm_purge_refaulted(mm_heap_t *heap, size_t units);
+void mm_purge_growth(mm_heap_t *heap);
+void mm_purge_page_emptied(mm_page_t *page);
+void mm_purge_schedule(mm_heap_t *heap, uint64_t at);
+void mm_purge_warm_schedule(uint64_t at);
+void mm_purge_expired(mm_heap_t *heap, uint64_t now);
+void mm_purge_collect(mm_heap_t *heap, bool release_all);
+void mm_purge_caches(void);
+extern uintptr_t mm_purge_warm_due; /* ms: exited threads' segments or cached large mappings next due to go back; 0: none */
+
+/* Whether a batch of growth (or faults) waits to be matched. */
+static inline bool mm_purge_growth_due(const mm_heap_t *heap) {
+  return heap->purge.grown + heap->purge.refaulted >= MM_GROWN_BATCH;
+}
+
+/* Whether some memory, the heap's or the process's, waits for its delay. */
+static inline bool mm_purge_any_due(const mm_heap_t *heap) {
+  return heap->purge.due != 0 || mm_atomic_load_relaxed(&mm_purge_warm_due) != 0;
+}
+
+/* When memory left unused at `now` may go back (MANYMALLOC_PURGE_DELAY). */
+static inline uint64_t mm_purge_delay_end(uint64_t now) {
+  return now + mm_options.purge_delay;
+}
+
 /* ---- shrink.c ---- */
 size_t mm_heap_shrink_pages(mm_heap_t *heap, size_t units);
 bool mm_page_unshrink(mm_page_t *page);
-void mm_page_shrink_empty(mm_page_t *page);
+size_t mm_page_resident_units(const mm_page_t *page);
+void mm_page_shrink_all(mm_page_t *page);
 void mm_page_shrunk_reset(mm_page_t *page);
 
 /* ---- segment.c ---- */
@@ -111,8 +139,6 @@ void mm_segment_retired_release(mm_heap_t *heap);
 bool mm_segment_retired_resident(const mm_heap_t *heap, unsigned kind);
 void mm_segment_retired_hand_over(mm_heap_t *heap);
 void mm_segment_warm_expire(uint64_t now, bool all);
-void mm_segment_warm_schedule(uint64_t at);
-extern uintptr_t mm_segment_warm_due; /* ms: exited threads' segments or cached large mappings next due to go back; 0: none */
 uint8_t *mm_segment_page_area(const mm_segment_t *seg, size_t index, size_t *size);
 
 /* ---- span.c ---- */
@@ -148,6 +174,7 @@ void mm_checked_on_aligned(mm_segment_t *seg, void *block, void *p);
 void mm_checked_free(void *p);
 void mm_checked_realloc(const void *p);
 void mm_fatal_pointer(const char *what, const void *p) __attribute__((noreturn));
+void mm_assert_fail(const char *cond, const char *file, int line) __attribute__((noreturn));
 
 /* ---- stats.c ---- */
 void mm_stats_mapped(intptr_t bytes);
@@ -184,11 +211,10 @@ static inline mm_page_remote_t *mm_segment_remote_of(mm_segment_t *seg, const vo
 /* Distance between the blocks of a class.  malloc and free work on a block's
  * first cache line, and a line's L1 set is fixed by address bits 6-11, so
  * blocks of a size that is a multiple of 1-4 KiB put all their heads on a
- * few sets and evict one another: W2 (3-12 KB) ran 1.4x tcmalloc's time so.
- * One line of padding spreads the heads of classes from 2 KiB over every
- * set, for 1-3% more memory, up to 32 KiB (W3 has blocks of 16-21 KiB in
- * medium pages: 1.25x the time unpadded); beyond, a page holds few blocks
- * and the pad would cost one of them (1 of 8 at 64 KiB, 1 of 4 at 128 KiB).
+ * few sets and evict one another.  One line of padding spreads the heads of
+ * classes from 2 KiB over every set, for a few percent more memory, up to
+ * 32 KiB; beyond, a page holds few blocks and the pad would cost one of
+ * them (decision: cache-line padding of 2-32 KiB classes).
  * (Blocks of padded classes are only 64-aligned; alloc-aligned.c carves
  * larger alignments inside them.) */
 static inline size_t mm_class_stride(unsigned size_class) {
@@ -200,6 +226,12 @@ static inline size_t mm_class_stride(unsigned size_class) {
 static inline mm_block_t *mm_page_block_of(const mm_page_t *page, const void *p) {
   size_t offset = (size_t)((uintptr_t)p - (uintptr_t)page->start);
   return (mm_block_t *)(page->start + offset / page->stride * page->stride);
+}
+
+/* Whether `block` is the start of a block the page carved. */
+static inline bool mm_page_holds_block(const mm_page_t *page, const void *block) {
+  size_t offset = (size_t)((uintptr_t)block - (uintptr_t)page->start);
+  return (uintptr_t)block >= (uintptr_t)page->start && offset % page->stride == 0 && offset / page->stride < page->capacity;
 }
 
 /* `bytes` rounded up to whole OS pages (0 when that wraps around). */
@@ -260,6 +292,7 @@ static inline void mm_free_inline(void *p) {
   mm_heap_t *heap = mm_heap_tls;
   if (mm_likely(seg->heap == heap && page->flags == 0)) {
     mm_block_t *block = (mm_block_t *)p;
+    MM_ASSERT(page->used > 0 && mm_page_holds_block(page, block));
     block->next = page->free;
     page->free = block;
     if (mm_unlikely(--page->used == 0)) mm_page_retire(page);

@@ -17,28 +17,20 @@
  * in a loop otherwise pays a fault per 4 KiB every time).  A mapping of up
  * to MM_LARGE_CACHE_SMALL bytes is always cached; a larger one only while
  * that room is as much (a quarter of the bytes of large blocks still in
- * use, for a lone thread), so that the cache stays small beside what
- * the program holds: bench-large (one of 20 live blocks of 5-25 MiB
- * replaced at a time and written through, 500 times) took 4.6 s with
- * mappings of up to 8 MiB cached and 1.25 s so (glibc, which serves them
- * from its heap below its 32 MiB mmap threshold, 0.96 s), while
- * syn-mix-realloc.rep, which frees an array of 10 MB and then grows others,
- * peaked with it cached (82.2% utilization against 83.5%) when every
- * mapping of up to 64 MiB was.
+ * use, for a lone thread), so that the cache stays small beside what the
+ * program holds, yet a program that replaces big blocks one at a time
+ * finds a freed one (decision: the bound of the large-mapping cache).
  * calloc never takes one: fresh mappings are zero.
  * With MANYMALLOC_LARGE_HUGEPAGES=1 a new mapping of 2 MiB or more is
  * advised for transparent huge pages, calloc's excepted (big zeroed arrays
  * are often written only here and there).  It is off by default: a program
- * that fills its big blocks gains (bench-large at one thread on the 2-core
- * VM, THP "madvise": 0.42 s instead of 1.27 s, 97k page faults instead of
- * 414k; tcmalloc 0.34 s), but one that touches only part of each pays a
- * 2 MiB zeroing per touch instead of 4 KiB (the timed replays of sort.rep
- * and xz.rep, which write only the heads of their blocks of up to 300 MB,
- * ran 10-20x slower, on the VM and on the 16-core host alike).
+ * that fills its big blocks gains fewer faults, but one that touches only
+ * part of each pays a 2 MiB zeroing per touch instead of 4 KiB (decision:
+ * huge pages for large blocks off by default).
  * A mapping still cached MANYMALLOC_PURGE_DELAY ms after its free goes
  * back to the OS at the next slow path of any thread, like the segments of
- * exited threads (mm_segment_warm_expire): before, a freed block of 8 MiB
- * stayed resident until mm_collect or exit. */
+ * exited threads (purge.c), rather than staying resident until mm_collect
+ * or exit. */
 #include <errno.h>
 
 #include "internal.h"
@@ -138,8 +130,7 @@ static bool mm_large_cache_put(uintptr_t entry) {
  * munmap stalling every other thread's page faults on the process's mmap
  * lock.  The memory held so stays within an eighth of what the blocks in
  * use once took.  A bigger mapping is not held so: unmapping it once its
- * delay is over would stall the thread that happens to do it for as long
- * (a written 300 MB mapping, tens of milliseconds). */
+ * delay is over would stall the thread that happens to do it for as long. */
 static size_t mm_large_cache_room(size_t in_use, size_t size) {
   size_t room = in_use / MM_LARGE_CACHE_SHARE;
   if (mm_few_threads() || size > MM_LARGE_BULK_MAX) return room;
@@ -178,11 +169,9 @@ static bool mm_large_cache_push(mm_segment_t *seg) {
 
 /* The cached mapping that best fits `mapped` bytes: the smallest that is
  * as big, else the biggest; NULL when there is none (or other threads kept
- * taking the one chosen).  A FIFO of 4 handed out the oldest: bench-large
- * on the 16-core host took 1.11 / 0.76 / 0.59 s so at 16 / 8 / 4 threads,
- * 1.06 / 0.70 / 0.50 s with this array (medians of 3; tcmalloc 0.29 /
- * 0.24 / 0.21 s), more of its blocks of 5-25 MiB finding a freed one as
- * big. */
+ * taking the one chosen).  Best fit rather than the oldest, so that more
+ * blocks find a freed mapping as big (decision: a best-fit array for the
+ * large-mapping cache). */
 static mm_segment_t *mm_large_cache_best(size_t mapped) {
   for (int attempt = 0; attempt < 4; attempt++) {
     uintptr_t entry;
@@ -254,10 +243,9 @@ static bool mm_large_excess_small(size_t have, size_t mapped) {
 }
 
 /* A cached mapping of at least `mapped` bytes, or NULL.  One of up to twice
- * that is taken whole, with its pages: bench-large at one thread made 493k
- * page faults in 1.30 s (peak RSS 385 MB) cutting every mapping it took to
- * the block, 414k in 1.05 s (420 MB) so.  A bigger one is split
- * (mm_large_split), a smaller one grown. */
+ * that is taken whole, with its pages, which need not fault in again
+ * (decision: cached mappings taken whole up to twice the block).  A bigger
+ * one is split (mm_large_split), a smaller one grown. */
 static mm_segment_t *mm_large_reuse(size_t mapped) {
   mm_segment_t *seg = mm_large_cache_best(mapped);
   if (seg == NULL) return NULL;
@@ -312,9 +300,9 @@ void mm_large_free(mm_segment_t *seg) {
   mm_stats_large(-1, -(intptr_t)seg->block_size);
   mm_checked_on_unmap(seg, true);
   if (seg->block_offset == MM_LARGE_OFFSET) {
-    if (mm_options.purge) seg->purge_at = mm_os_clock_ms() + mm_options.purge_delay; /* before another thread may pop it */
+    if (mm_options.purge) seg->purge_at = mm_purge_delay_end(mm_os_clock_ms()); /* before another thread may pop it */
     if (mm_large_cache_push(seg)) {
-      if (mm_options.purge) mm_segment_warm_schedule(seg->purge_at);
+      if (mm_options.purge) mm_purge_warm_schedule(seg->purge_at);
       return;
     }
   }
@@ -322,9 +310,8 @@ void mm_large_free(mm_segment_t *seg) {
 }
 
 /* Returns the cached mappings whose delay is over at `now` to the OS;
- * called once mm_segment_warm_due has come (mm_segment_warm_expire). */
+ * called once mm_purge_warm_due has come (purge.c). */
 void mm_large_cache_expire(uint64_t now) {
-  if (!mm_options.purge) return; /* MANYMALLOC_PURGE=0: keep everything committed */
   size_t used = mm_atomic_load_relaxed(&mm_large_cache_used), released = 0;
   for (size_t i = 0; i < used; i++) {
     mm_segment_t *seg = mm_large_cache_take_any(i);
@@ -333,7 +320,7 @@ void mm_large_cache_expire(uint64_t now) {
       released += seg->mapped_size;
       mm_os_free(seg, seg->mapped_size);
     } else {
-      mm_segment_warm_schedule(seg->purge_at);
+      mm_purge_warm_schedule(seg->purge_at);
     }
   }
   mm_large_peak_lower(released);

@@ -10,8 +10,8 @@
  * the owner's descriptor: with both on one line, each remote free took that
  * line from the owner's cache and the owner's next malloc missed on it.
  * The owner's frees go straight back on `free` (LIFO), so the next malloc of
- * the class gets the block just freed, still in cache: against a separate
- * local_free list this cut W2's cycles by 14% and churn's by 9%.
+ * the class gets the block just freed, still in cache (decision: no
+ * separate local_free list).
  *
  * A page the owner found full leaves its class queue for heap->full.  The
  * first remote free into such a page (tag MM_DELAYED_NOTIFY) also hands its
@@ -46,9 +46,8 @@ void mm_page_init(mm_page_t *page, mm_segment_t *seg, unsigned size_class) {
  * the same 4 KiB offset, hence the same L1 set and the same low address
  * bits that store-to-load forwarding compares first, as the first blocks of
  * every other page and the segment header's first line, which every free
- * reads.  W1 (16 classes of tiny blocks) ran 1.3x tcmalloc's time so, and
- * moving one hot object of the benchmark within its 4 KiB page changed its
- * time by up to 40%.  The color lies past the header's hot lines (segment
+ * reads, and the hot blocks of a few classes evict one another (decision:
+ * slab coloring of page starts).  The color lies past the header's hot lines (segment
  * fields and page descriptors) and differs by 7 lines between neighbouring
  * pages and segments.  Only the order changes: the blocks before the color
  * are carved too, so no memory or alignment is lost. */
@@ -93,18 +92,19 @@ static bool mm_page_carve(mm_page_t *page) {
   tail = mm_page_link(first, skip, stride, tail);
   page->free = mm_page_link(first + skip * stride, inside - skip, stride, tail);
   page->capacity += (uint16_t)n;
+  MM_ASSERT(page->capacity <= page->reserved);
   return true;
 }
 
 /* Links blocks the page held out when it shrank (shrink.c), or else carves
  * the page one OS page at a time, so that it commits its memory as it is
  * used.  Where the slot had never held that much, the heap grew (and gives
- * back as much elsewhere, mm_heap_grown); where the slot gave its memory
+ * back as much elsewhere, mm_purge_grown); where the slot gave its memory
  * back while free (mm_segment_purge_free_slots), it faults in again
- * (mm_heap_refaulted).
- * Carving 8 KiB at a time left up to a page's worth of linked but unused
- * blocks resident in every class in use, which small programs feel:
- * syn-string.rep's 120 KB live had 34 classes. */
+ * (mm_purge_refaulted).
+ * One OS page at a time, because a larger step leaves linked but unused
+ * blocks resident in every class in use, which small programs with many
+ * classes feel (decision: carving one OS page at a time). */
 bool mm_page_extend(mm_page_t *page) {
   if (mm_page_unshrink(page)) return true; /* memory it gave back first */
   if (!mm_page_carve(page)) return false;
@@ -113,13 +113,13 @@ bool mm_page_extend(mm_page_t *page) {
   uint32_t carved = (uint32_t)mm_os_page_round((size_t)page->capacity * page->stride);
   if (carved > memory->purged_from && memory->purged_from < memory->purged_to) {
     uint32_t end = carved < memory->purged_to ? carved : memory->purged_to;
-    mm_heap_refaulted(seg->heap, (end - memory->purged_from) / MM_OS_PAGE_SIZE);
+    mm_purge_refaulted(seg->heap, (end - memory->purged_from) / MM_OS_PAGE_SIZE);
     memory->purged_from = end;
   }
   if (carved > memory->touched) {
     size_t grown = carved - mm_os_page_round(memory->touched);
     memory->touched = carved;
-    if (grown > 0) mm_heap_grown(seg->heap, grown / MM_OS_PAGE_SIZE);
+    if (grown > 0) mm_purge_grown(seg->heap, grown / MM_OS_PAGE_SIZE);
   }
   return true;
 }
@@ -128,8 +128,8 @@ bool mm_page_extend(mm_page_t *page) {
  * of `used` (and out of `used_counted`: each freeing thread took its block
  * out of the statistics already).  The count comes with the list, so the
  * list is walked only when `free` is not empty: the blocks were last
- * written by other cores, and walking them cost a serial cache miss per
- * block (15% of xmalloc's time at 2 threads). */
+ * written by other cores, and walking them costs a serial cache miss per
+ * block. */
 void mm_page_collect(mm_page_t *page) {
   uintptr_t *xthread_free = &page->remote->xthread_free;
   uintptr_t x = mm_atomic_load_relaxed(xthread_free);
@@ -142,6 +142,7 @@ void mm_page_collect(mm_page_t *page) {
   }
   page->free = head;
   uint32_t n = mm_xthread_count(x);
+  MM_ASSERT(n <= page->used); /* each was handed out, and counted, before it was freed */
   page->used -= n;
   page->used_counted -= (int32_t)n;
 }
@@ -149,6 +150,7 @@ void mm_page_collect(mm_page_t *page) {
 /* Arms the notification for a page about to enter heap->full; fails when a
  * remote free slipped in since the last collect (the page is not full). */
 bool mm_page_try_mark_full(mm_page_t *page) {
+  MM_ASSERT(!page->in_full);
   uintptr_t expected = MM_DELAYED_NONE;
   return mm_atomic_cas(&page->remote->xthread_free, &expected, MM_DELAYED_NOTIFY);
 }
@@ -187,11 +189,14 @@ void mm_page_free_remote(mm_segment_t *seg, mm_page_remote_t *remote, mm_block_t
   mm_heap_delayed_push(seg->heap, block);
 
   x = mm_atomic_load_relaxed(xthread_free);
-  while (!mm_atomic_cas(xthread_free, &x, x & ~MM_DELAYED_MASK)) {}
+  do {
+    MM_ASSERT(mm_xthread_tag(x) == MM_DELAYED_BUSY); /* only the notifier leaves BUSY */
+  } while (!mm_atomic_cas(xthread_free, &x, x & ~MM_DELAYED_MASK));
 }
 
 /* An owner's free into a page parked in heap->full: the page has room again. */
 void mm_page_free_local_slow(mm_segment_t *seg, mm_page_t *page, mm_block_t *block) {
+  MM_ASSERT(page->used > 0 && mm_page_holds_block(page, block));
   block->next = page->free;
   page->free = block;
   page->used--;
@@ -202,19 +207,19 @@ void mm_page_free_local_slow(mm_segment_t *seg, mm_page_t *page, mm_block_t *blo
 /* The page has no live block.  A class keeps up to two pages: a class
  * whose live blocks go back and forth across a page's worth then keeps its
  * second page as a spare, instead of giving it back to its segment and
- * setting it up again each time (W2, 3-12 KB blocks at 20-80 a page, did
- * so every 1-2 thousand requests); a kept page gives back the memory it
- * carved, with few threads (mm_page_shrink_empty).  Any other empty page
+ * setting it up again each time; a kept page gives back the memory it
+ * carved, with few threads (mm_purge_page_emptied).  Any other empty page
  * goes back to its segment.  At the heap's peak the spares go back too
  * (mm_heap_release_spares). */
 void mm_page_retire(mm_page_t *page) {
   mm_segment_t *seg = mm_segment_of(page->start);
   mm_heap_t *heap = seg->heap;
+  MM_ASSERT(page->used == 0);
   if (page->in_full) return; /* still parked: a notifying thread may hold it */
   mm_page_t *first = heap->queues[page->size_class].first;
   if (first->next == NULL || first->next->next == NULL) {
     mm_stats_count_page(heap, page);
-    mm_page_shrink_empty(page);
+    mm_purge_page_emptied(page);
     return;
   }
   mm_heap_queue_remove(heap, page);

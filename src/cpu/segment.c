@@ -11,7 +11,7 @@
 #include <errno.h>
 
 #include "internal.h"
-#include "seq_fifo.h"
+#include "common/seq_fifo.h"
 
 _Static_assert(offsetof(mm_segment_t, pages[1]) <= MM_LARGE_OFFSET,
                "a large block's header must fit before the block");
@@ -25,9 +25,8 @@ _Static_assert(sizeof(mm_page_t) == 64, "a page descriptor is 64 bytes");
 /* Every descriptor's `free` lies at 8 mod 16 within its 4 KiB page, where no
  * 16-aligned block's first word (stored by free, loaded by malloc) can: a
  * load whose low 12 address bits match an earlier store's waits for that
- * store (4K aliasing), and malloc's load of page->free heads its chain.
- * Line-aligned descriptors (free at 0 mod 64) took W1 3% and W2 and W3 2%
- * more time at one thread. */
+ * store (4K aliasing), and malloc's load of page->free heads its chain
+ * (decision: page descriptors off the 16-byte grid). */
 _Static_assert(offsetof(mm_segment_t, pages) % 16 == 8 && offsetof(mm_page_t, free) == 0,
                "page->free off the 16-byte grid of block starts");
 _Static_assert(sizeof(uintptr_t) == 8 && ((uintptr_t)1 << MM_MEDIUM_PAGE_SHIFT) / MM_ALIGNMENT < ((uintptr_t)1 << (64 - MM_XTHREAD_COUNT_SHIFT)),
@@ -47,7 +46,6 @@ static mm_seq_fifo_t mm_segment_cache;
 #define MM_SEGMENT_WARM_MAX 32 /* per kind: a segment of another kind counts as growth */
 static mm_fifo_cell_t mm_segment_warm_cells[MM_SEGMENT_KINDS_CARVED][MM_SEGMENT_WARM_MAX];
 static mm_seq_fifo_t mm_segment_warm[MM_SEGMENT_KINDS_CARVED];
-uintptr_t mm_segment_warm_due; /* ms when the oldest one expires; 0: none */
 
 void mm_segment_cache_init(void) {
   size_t cap = mm_options.segment_cache < MM_SEGMENT_CACHE_MAX ? mm_options.segment_cache : MM_SEGMENT_CACHE_MAX;
@@ -83,7 +81,7 @@ uint8_t *mm_segment_page_area(const mm_segment_t *seg, size_t index, size_t *siz
 
 /* Sets a segment up for `kind`.  A `resident` segment (retired, never
  * purged) of the same kind keeps its record of what it touched, so that
- * carving memory it holds already does not count as growth (mm_heap_grown)
+ * carving memory it holds already does not count as growth (mm_purge_grown)
  * and make the heap give other memory back. */
 static void mm_segment_setup(mm_segment_t *seg, mm_heap_t *heap, unsigned kind, bool resident) {
   uint32_t shift = mm_segment_page_shift[kind];
@@ -123,9 +121,8 @@ static mm_segment_t *mm_segment_map(void) {
 /* Whether the heap's next segment would be a retired one of `kind`.  Its
  * memory is resident: a heap that needs memory it never touched takes that
  * segment first (pages: mm_segment_page_alloc, spans: mm_span_alloc).
- * Carving fresh memory while a whole segment lay resident and unused raised
- * the footprint by that segment: the trace of `git log --stat` (spans of
- * 64 KiB - 1 MiB coming and going) peaked at 1.5x its live bytes, 1.13x so. */
+ * Carving fresh memory while a whole segment lay resident and unused would
+ * raise the footprint by that segment. */
 bool mm_segment_retired_resident(const mm_heap_t *heap, unsigned kind) {
   return heap->retired != NULL && heap->retired->kind == kind;
 }
@@ -189,11 +186,10 @@ static void mm_segment_release_after(mm_heap_t *heap, mm_segment_t **keep) {
 
 /* The segment has no page in use: the heap retires it, as it is, and the
  * next segment it needs is the newest retired one.  A program whose pages
- * come and go at a segment boundary otherwise purged a segment and faulted
- * its pages in again every time (W2, 3-12 KB blocks, did 130 madvise calls
- * of 4 MiB per thread and 2.5x tcmalloc's page faults), and one that frees
- * everything and starts over (a trace replayed again) purged and refaulted
- * all of it.  The newest retired segment stays until another one empties;
+ * come and go at a segment boundary would otherwise purge a segment and
+ * fault its pages in again every time, and one that frees everything and
+ * starts over would purge and refault all of it (decision: retired segments
+ * stay resident for the purge delay).  The newest retired segment stays until another one empties;
  * the others go once they have stayed unused for the delay
  * (mm_segment_purge_expired), or beyond MM_RETIRED_MAX at once, or all with
  * the heap's collection. */
@@ -201,7 +197,7 @@ static void mm_segment_release_after(mm_heap_t *heap, mm_segment_t **keep) {
 void mm_segment_free(mm_heap_t *heap, mm_segment_t *seg) {
   uint64_t now = mm_os_clock_ms();
   seg->heap = NULL;
-  seg->purge_at = now + mm_options.purge_delay;
+  seg->purge_at = mm_purge_delay_end(now);
   seg->next = heap->retired;
   heap->retired = seg;
   if (++heap->retired_count > MM_RETIRED_MAX) {
@@ -209,8 +205,8 @@ void mm_segment_free(mm_heap_t *heap, mm_segment_t *seg) {
     for (uint32_t i = 1; i < MM_RETIRED_MAX; i++) last = &(*last)->next;
     mm_segment_release_after(heap, &(*last)->next);
   }
-  if (seg->next != NULL) mm_heap_purge_schedule(heap, seg->next->purge_at);
-  mm_heap_purge_expired(heap, now);
+  if (seg->next != NULL) mm_purge_schedule(heap, seg->next->purge_at);
+  mm_purge_expired(heap, now);
 }
 
 /* Releases the retired segments, but the newest, whose delay is over. */
@@ -221,17 +217,11 @@ void mm_segment_purge_expired(mm_heap_t *heap, uint64_t now) {
   mm_segment_release_after(heap, link); /* older ones retired earlier: expired too */
   mm_segment_t *oldest = heap->retired->next;
   while (oldest != NULL && oldest->next != NULL) oldest = oldest->next;
-  if (oldest != NULL) mm_heap_purge_schedule(heap, oldest->purge_at);
+  if (oldest != NULL) mm_purge_schedule(heap, oldest->purge_at);
 }
 
 void mm_segment_retired_release(mm_heap_t *heap) {
   mm_segment_release_after(heap, &heap->retired);
-}
-
-/* Makes mm_segment_warm_due at most `at`. */
-void mm_segment_warm_schedule(uint64_t at) {
-  uintptr_t due = mm_atomic_load_relaxed(&mm_segment_warm_due);
-  while ((due == 0 || at < due) && !mm_atomic_cas(&mm_segment_warm_due, &due, (uintptr_t)at)) {}
 }
 
 /* The exiting thread's heap hands its retired segments over to any thread
@@ -239,35 +229,29 @@ void mm_segment_warm_schedule(uint64_t at) {
 void mm_segment_retired_hand_over(mm_heap_t *heap) {
   for (mm_segment_t *seg = heap->retired, *next; seg != NULL; seg = next) {
     next = seg->next;
-    if (mm_seq_fifo_push(&mm_segment_warm[seg->kind], (uintptr_t)seg)) mm_segment_warm_schedule(seg->purge_at);
+    if (mm_seq_fifo_push(&mm_segment_warm[seg->kind], (uintptr_t)seg)) mm_purge_warm_schedule(seg->purge_at);
     else mm_segment_release(seg);
   }
   heap->retired = NULL;
   heap->retired_count = 0;
 }
 
-/* Releases the handed-over segments and the cached large mappings whose
- * delay is over (or all of the segments), once mm_segment_warm_due has
- * come; one thread at a time does it. */
+/* Releases the handed-over segments whose delay is over at `now` (or all
+ * of them); those that stay are scheduled again (mm_purge_warm_expire). */
 void mm_segment_warm_expire(uint64_t now, bool all) {
-  uintptr_t due = mm_atomic_load_relaxed(&mm_segment_warm_due);
-  if (due == 0 || (now < due && !all)) return;
-  if (!mm_atomic_cas(&mm_segment_warm_due, &due, 0)) return;
-  mm_large_cache_expire(now);
   for (unsigned k = 0; k < MM_SEGMENT_KINDS_CARVED; k++) {
     mm_seq_fifo_t *warm = &mm_segment_warm[k];
     uintptr_t cached;
     for (size_t n = MM_SEGMENT_WARM_MAX; n > 0 && mm_seq_fifo_pop(warm, &cached); n--) {
       mm_segment_t *seg = (mm_segment_t *)cached;
       if (all || seg->purge_at <= now || !mm_seq_fifo_push(warm, cached)) mm_segment_release(seg);
-      else mm_segment_warm_schedule(seg->purge_at);
+      else mm_purge_warm_schedule(seg->purge_at);
     }
   }
 }
 
-/* Returns every cached segment to the OS. */
+/* Returns every segment of the central cache to the OS. */
 void mm_segment_cache_purge(void) {
-  mm_segment_warm_expire(0, true);
   uintptr_t cached;
   while (mm_seq_fifo_pop(&mm_segment_cache, &cached)) {
     mm_checked_on_unmap((mm_segment_t *)cached, false);
@@ -359,6 +343,7 @@ size_t mm_segment_purge_free_slots(mm_heap_t *heap, size_t units) {
 /* The page (already out of every heap queue) has no live block. */
 void mm_segment_page_free(mm_heap_t *heap, mm_page_t *page) {
   mm_segment_t *seg = mm_segment_of(page->start);
+  MM_ASSERT(page->used == 0 && seg->used_pages > 0 && (seg->free_pages >> page->index & 1) == 0);
   mm_stats_count_page(heap, page);
   heap->stats.pages[page->size_class]--;
   page->block_size = 0;

@@ -2,12 +2,11 @@
  *
  * A page serves one size class, so its free blocks serve no other size:
  * where glibc hands a freed chunk to any request, a program whose sizes
- * change as it runs (cmake, cc1) left every class at its own high-water
- * mark, and peaked with half its live size again resident in free blocks.
- * When the heap grows and its free spans do not give back as much
- * (mm_heap_give_back_growth), the pages with the most free bytes give back
- * the OS pages that hold only free blocks; and a page that its class keeps
- * gives back all it carved as soon as it empties (mm_page_shrink_empty).
+ * change as it runs would leave every class at its own high-water mark.
+ * This file offers the give-back of free blocks inside pages; purge.c
+ * decides when: the pages with the most free bytes give back as the heap
+ * grows at its peak (mm_heap_shrink_pages), and a page that its class keeps
+ * gives back all it carved as soon as it empties (mm_page_shrink_all).
  *
  * A page shrinks by sorting its free list by address (a bitmap of its free
  * blocks): an OS page whose every overlapping block is free goes back with
@@ -17,20 +16,9 @@
  * block freed by another thread meanwhile waits in xthread_free as always.
  * When the free list runs dry the page links the blocks of its lowest
  * given-back OS page again (mm_page_unshrink) before it carves further;
- * that memory faults in again (mm_heap_refaulted).  A page that takes back
+ * that memory faults in again (mm_purge_refaulted).  A page that takes back
  * what it gave is passed by for a while (doubling each time), so that a
  * class in use does not give back and fault in the same pages in turn.
- *
- * What a heap's pages give back is also bounded in time: a budget that
- * grows by MANYMALLOC_SHRINK_RATE (64 MiB a second) up to MM_SHRINK_BURST.
- * Memory given back at the peak mostly comes back (W2, churning 3-12 KB
- * blocks at its peak, faults in 60% of it), and each OS page that goes and
- * comes back costs a share of an madvise and a fault, a few microseconds.
- * A program that allocates as fast as it can at its peak would otherwise
- * spend half its time so (W2 at one thread: 1.9x the time of the heap
- * without page shrinking); at the rate bound that cost stays near a few
- * percent of a core, and a program whose allocations come at a program's
- * pace keeps every give-back.
  *
  *   page slot, OS pages:  | 0 | 1 | 2 | 3 | 4 | 5 |  carved ->|
  *   blocks (live X):       XX.X XXXX .... ..X. .... ..
@@ -44,8 +32,6 @@
 #define MM_SHRINK_BEST      64  /* pages that may shrink per call */
 #define MM_SHRINK_SORT_MAX  32768 /* blocks sorted per call, about */
 #define MM_SHRINK_REST_MAX  64  /* give-backs a page that took back what it gave is passed by, at most */
-#define MM_SHRINK_BURST     64  /* 4 KiB units the time budget holds at most */
-#define MM_SHRINK_EMPTY_MIN 3   /* OS pages an empty page must hold to give them back */
 #define MM_PAGE_BLOCKS_MAX  (((size_t)1 << MM_SMALL_PAGE_SHIFT) / MM_ALIGNMENT)
 
 static inline void mm_bits_set(uint64_t *bits, size_t i) { bits[i / 64] |= (uint64_t)1 << (i % 64); }
@@ -192,7 +178,7 @@ bool mm_page_unshrink(mm_page_t *page) {
       if (first == end) continue;
       size_t back = mm_page_unshrink_from(page, shrunk, p);
       shrunk->unshrinks++;
-      mm_heap_refaulted(mm_segment_of(page->start)->heap, back);
+      mm_purge_refaulted(mm_segment_of(page->start)->heap, back);
       return true;
     }
   }
@@ -234,27 +220,10 @@ static void mm_shrink_rank(mm_page_t **best, size_t *best_free, size_t *count, m
   }
 }
 
-/* Units the heap's pages may give back now: the budget, grown by the
- * rate since it last grew (MANYMALLOC_SHRINK_RATE=0: any number).  A
- * second refills the burst at any rate of 1 MiB/s or more, so the time
- * counts up to a second, and the product cannot overflow (options.c). */
-static size_t mm_heap_shrink_budget(mm_heap_t *heap, size_t units) {
-  if (mm_options.shrink_rate == 0) return units;
-  uint64_t now = mm_os_clock_ms(), elapsed = now - heap->shrink_budget_at;
-  if (elapsed > 1000) elapsed = 1000;
-  uint64_t grown = elapsed * mm_options.shrink_rate * (1024 * 1024 / MM_OS_PAGE_SIZE) / 1000;
-  intptr_t budget = heap->shrink_budget_at == 0 || grown >= MM_SHRINK_BURST ? MM_SHRINK_BURST : heap->shrink_budget + (intptr_t)grown;
-  heap->shrink_budget = budget > MM_SHRINK_BURST ? MM_SHRINK_BURST : budget;
-  heap->shrink_budget_at = now;
-  return heap->shrink_budget <= 0 ? 0 : units < (size_t)heap->shrink_budget ? units : (size_t)heap->shrink_budget;
-}
-
 /* Pages of the heap give back up to about `units` OS pages of free blocks,
- * within its time budget, those with the most free bytes first, among up
+ * those with the most free bytes first, among up
  * to MM_SHRINK_VISIT_MAX pages from the class where the last call stopped. */
 size_t mm_heap_shrink_pages(mm_heap_t *heap, size_t units) {
-  units = mm_heap_shrink_budget(heap, units);
-  if (units == 0) return 0;
   mm_page_t *best[MM_SHRINK_BEST];
   size_t best_free[MM_SHRINK_BEST], count = 0, visited = 0, given = 0;
   unsigned c = heap->shrink_class;
@@ -272,43 +241,22 @@ size_t mm_heap_shrink_pages(mm_heap_t *heap, size_t units) {
     given += mm_page_shrink(best[i]);
     sorted += best[i]->capacity;
   }
-  heap->shrink_budget -= (intptr_t)given; /* a run may give back more than asked */
   return given;
 }
 
 /* OS pages of the page's carved blocks that it did not give back. */
-static size_t mm_page_resident_units(const mm_page_t *page) {
+size_t mm_page_resident_units(const mm_page_t *page) {
   const mm_page_shrunk_t *shrunk = mm_page_shrunk_of(page);
   size_t carved = mm_os_page_round((size_t)page->capacity * page->stride) / MM_OS_PAGE_SIZE, held = 0;
   for (size_t w = 0; w < MM_SLOT_OS_PAGES_MAX / 64; w++) held += (size_t)__builtin_popcountll(shrunk->os_pages[w]);
   return carved > held ? carved - held : 0;
 }
 
-/* A page that its class keeps while it has no live block (mm_page_retire)
- * gives back all it carved, within the heap's time budget, and carves
- * again from its start when next used (faulting that memory in again,
- * mm_page_extend).  A program whose sizes change as it runs empties the
- * pages of many classes in turn, each holding memory that no other class
- * can use: gcc-O2.rep ended its run with 0.24 MB resident in such pages,
- * and matching growth at the peak (mm_heap_shrink_pages) gave them back
- * too late or passed them by as pages that take back what they give.  So
- * pages go back as they empty, as a freed chunk in glibc's heap serves any
- * size at once.  A page of one or two carved OS pages keeps them: a class
- * whose few blocks come and go (two of them reach into a second OS page
- * from the page's color on) would give them back and fault them in each
- * time; against giving back from two OS pages up, that cut gcc-O2.rep's
- * give-backs in its replays from 10,963 to 1,585 (25,124 OS pages to
- * 6,540) for as much utilization (85.5-85.9% against 85.8-86.0% over the
- * trace set on the 2-core VM).  In checked mode pages keep what they
- * carved: the carved range is what tells a double free from a pointer
- * never handed out (checked.c). */
-void mm_page_shrink_empty(mm_page_t *page) {
-  if (!mm_options.shrink || mm_options.checked || !mm_few_threads()) return;
-  size_t units = mm_page_resident_units(page);
-  mm_segment_t *seg = mm_segment_of(page->start);
-  if (units < MM_SHRINK_EMPTY_MIN || mm_heap_shrink_budget(seg->heap, units) < units) return;
-  seg->heap->shrink_budget -= (intptr_t)units;
-  mm_segment_purge_slot(seg, page->index);
+/* A page with no live block gives back all it carved, and carves again
+ * from its start when next used (faulting that memory in again,
+ * mm_page_extend). */
+void mm_page_shrink_all(mm_page_t *page) {
+  mm_segment_purge_slot(mm_segment_of(page->start), page->index);
   page->free = NULL;
   page->capacity = 0;
   mm_page_shrunk_reset(page);

@@ -1,10 +1,9 @@
 /* manymalloc cpu: spans, runs of OS pages for blocks of 32 KiB - 1 MiB
  * (and for blocks that realloc grows past 4 KiB, which then grow in place).
  *
- * Pages of one size class keep a freed block for that class alone: at their
- * peak syn-mix.rep held 2 MB free in pages of 144 KiB-1 MiB blocks, of no
- * use to the sizes beside theirs, and class rounding left up to 12.5% of
- * every big block resident.  Blocks above MM_MEDIUM_BLOCK_MAX instead take
+ * Pages of one size class keep a freed block for that class alone, of no
+ * use to the sizes beside theirs, and class rounding leaves up to 12.5% of
+ * every big block resident (decision: spans for blocks above 32 KiB).  Blocks above MM_MEDIUM_BLOCK_MAX instead take
  * a run of whole 4 KiB units from a span segment (glibc's chunks, mimalloc's
  * spans, at OS page grain): malloc takes the first free run that fits from
  * the smallest bin of free runs that holds one and splits off the rest; free
@@ -141,11 +140,9 @@ static mm_span_t *mm_span_find_resident(mm_heap_t *heap, unsigned b, size_t unit
 
 /* The run to cut `units` from: the fit, unless it was purged (in part)
  * while a longer run is resident.  Reused purged memory faults in again
- * (mm_span_fault_in), so taking it while resident memory lay free raised
- * the footprint: syn-mix.rep peaked with 1.4 MB in
- * free resident runs, after a 31-unit block took a 59-unit purged run over
- * a resident one of 79.  Splitting the resident run instead cost nothing
- * measurable, and saved syn-array.rep's replays page faults. */
+ * (mm_span_fault_in), so taking it while resident memory lies free raises
+ * the footprint; splitting the longer resident run costs nothing and saves
+ * faults (decision: resident runs before purged ones). */
 static mm_span_t *mm_span_find(mm_heap_t *heap, size_t units) {
   mm_span_t *fit = mm_span_find_fit(heap, units);
   if (fit == NULL || fit->resident >= units) return fit;
@@ -157,15 +154,12 @@ static mm_span_t *mm_span_find(mm_heap_t *heap, size_t units) {
  * the OS, the largest first, until about `units` went back; returns how
  * many.  With `whole_runs`, a run goes back whole (its length counts, though
  * it may have been resident only in part): the heap then ends up below its
- * live size plus what it grew, which the trace set's utilization needs
- * (syn-mix.rep 90.5% against 77.5% giving back only the tail).  Else only
- * as much of a run's tail as is wanted goes (blocks are cut from its front),
- * so that with many threads, where each madvise interrupts the others, the
- * heap gives back no more than it grew: syn-mix-realloc replayed by four
- * threads took the whole runs of 4x its growth.
+ * live size plus what it grew.  Else only as much of a run's tail as is
+ * wanted goes (blocks are cut from its front), so that with many threads,
+ * where each madvise interrupts the others, the heap gives back no more
+ * than it grew (decision: whole runs with few threads, tails with many).
  * Shorter runs stay: the next blocks are cut from them, and purging them
- * cost syn-mix-realloc a madvise and a fault for nearly every page given
- * back, for a point of utilization or less. */
+ * would cost a madvise and a fault for nearly every page given back. */
 #define MM_SPAN_PURGE_MIN 16
 size_t mm_span_purge(mm_heap_t *heap, size_t units, bool whole_runs) {
   size_t purged = 0;
@@ -191,14 +185,14 @@ size_t mm_span_purge(mm_heap_t *heap, size_t units, bool whole_runs) {
 
 /* Units [i, i + units) of the segment are in use, cut from a run of which
  * at most `resident` units were resident: those never touched before are
- * growth (mm_heap_grown), those that went back fault in again
- * (mm_heap_refaulted). */
+ * growth (mm_purge_grown), those that went back fault in again
+ * (mm_purge_refaulted). */
 static void mm_span_fault_in(mm_heap_t *heap, mm_segment_t *seg, size_t i, size_t units, size_t resident) {
   size_t end = i + units, touched = seg->span_touched > i ? seg->span_touched : i;
   size_t fresh = end > touched ? end - touched : 0, reused = units - fresh;
   if (end > seg->span_touched) seg->span_touched = (uint32_t)end;
-  mm_heap_grown(heap, fresh);
-  mm_heap_refaulted(heap, reused > resident ? reused - resident : 0);
+  mm_purge_grown(heap, fresh);
+  mm_purge_refaulted(heap, reused > resident ? reused - resident : 0);
 }
 
 /* ---------------------------------------------------------------------------
@@ -233,9 +227,9 @@ static void mm_span_segment_empty(mm_heap_t *heap, mm_segment_t *seg) {
   heap->span_empty = seg;
   if (!mm_options.purge) return;
   uint64_t now = mm_os_clock_ms();
-  seg->purge_at = now + mm_options.purge_delay;
-  mm_heap_purge_schedule(heap, seg->purge_at);
-  mm_heap_purge_expired(heap, now);
+  seg->purge_at = mm_purge_delay_end(now);
+  mm_purge_schedule(heap, seg->purge_at);
+  mm_purge_expired(heap, now);
 }
 
 /* The kept empty segment, unused for the delay, gives back all but its
@@ -244,7 +238,7 @@ void mm_span_purge_expired(mm_heap_t *heap, uint64_t now) {
   mm_segment_t *seg = heap->span_empty;
   if (seg == NULL || !mm_options.purge) return;
   if (seg->purge_at > now) {
-    mm_heap_purge_schedule(heap, seg->purge_at);
+    mm_purge_schedule(heap, seg->purge_at);
     return;
   }
   size_t keep = MM_KEEP_BYTES >> MM_SPAN_SHIFT;
@@ -306,6 +300,7 @@ void *mm_span_alloc(mm_heap_t *heap, size_t size, size_t alignment) {
 void mm_span_free(mm_heap_t *heap, mm_segment_t *seg, void *p) {
   size_t i = mm_span_index(seg, p);
   size_t n = mm_span_units(seg)[i].units;
+  MM_ASSERT(!mm_span_units(seg)[i].free && seg->used_pages > 0 && i + n <= MM_SPAN_UNITS);
   heap->stats.blocks[mm_span_class(n)]--;
   mm_span_release(heap, seg, i, n);
   if (--seg->used_pages == 0) mm_span_segment_empty(heap, seg);

@@ -8,8 +8,8 @@
  * own mallocs and frees exactly; another running thread's figures lag by
  * what its current pages did since they were last counted.  A free by a
  * thread that does not own the block counts it out at once, in its own
- * heap.  Counting on every malloc and free instead cost W1 (tiny blocks)
- * 7-10% of its time at 1 thread.  mm_stats_get sums the heaps.  OS-level
+ * heap, so that the fast paths never count (decision: statistics counted
+ * on the slow paths).  mm_stats_get sums the heaps.  OS-level
  * figures (mapped bytes, segments, large blocks) change on slow paths only
  * and are shared atomics.  The peak of bytes in use is sampled (a sum that
  * reads every heap) whenever a segment or a large block is taken, and on

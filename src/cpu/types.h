@@ -200,6 +200,20 @@ typedef struct mm_page_queue_s {
   mm_page_t *last;
 } mm_page_queue_t;
 
+/* A heap's part in giving memory back to the OS (purge.c): the growth it
+ * has to match, the peak test, the time budget of shrinking pages and the
+ * timer of memory that goes back after a delay. */
+typedef struct mm_purge_s {
+  uintptr_t grown;        /* 4 KiB units taken afresh since the last give-back */
+  uintptr_t refaulted;    /* units given back and faulted in again since then */
+  uintptr_t in_use_high;  /* the most bytes in use seen at a give-back */
+  uint32_t give_backs;    /* give-backs of growth so far */
+  uint32_t high_rose_at;  /* give_backs when in_use_high last rose */
+  intptr_t budget;        /* 4 KiB units pages may still give back now */
+  uint64_t budget_at;     /* ms: when the budget last grew; 0: never */
+  uint64_t due;           /* ms: when some of the heap's memory is next due to go back; 0: none */
+} mm_purge_t;
+
 /* Per-thread statistics, summed over all heaps on demand. */
 typedef struct mm_heap_stats_s {
   intptr_t blocks[MM_SIZE_CLASS_COUNT]; /* live blocks of this heap's pages as last counted (stats.c),
@@ -224,17 +238,10 @@ struct mm_heap_s {
   mm_segment_t *span_empty;                    /* a span segment with no run in use, kept */
   uintptr_t span_segments;                     /* span segments owned */
   uintptr_t span_resident;                     /* units of free runs that may be resident */
-  uintptr_t grown;                             /* 4 KiB units taken afresh since the last give-back */
-  uintptr_t refaulted;                         /* units given back and faulted in again since then */
-  uintptr_t in_use_high;                       /* the most bytes in use seen at a give-back */
-  uint32_t give_backs;                         /* calls of mm_heap_give_back_growth so far */
-  uint32_t high_rose_at;                       /* give_backs when in_use_high last rose */
   uint32_t shrink_class;                       /* where the next shrink of pages starts (shrink.c) */
-  intptr_t shrink_budget;                      /* 4 KiB units pages may still give back now (shrink.c) */
-  uint64_t shrink_budget_at;                   /* ms: when the budget last grew; 0: never */
   mm_segment_t *retired;                       /* segments that emptied, newest first, not purged yet (segment.c) */
   uint32_t retired_count;
-  uint64_t purge_due;                          /* ms: when some retired memory is next due to go back; 0: none */
+  mm_purge_t purge;                            /* what the heap gives back to the OS, and when (purge.c) */
   mm_heap_stats_t stats;
   mm_heap_t *all_next;                         /* link in the list of all heaps (never removed) */
 };

@@ -6,7 +6,7 @@
 #include <thread>
 #include <vector>
 
-#include "bitmap.h"
+#include "common/bitmap.h"
 
 namespace {
 

@@ -8,7 +8,7 @@
 #include <thread>
 #include <vector>
 
-#include "seq_fifo.h"
+#include "common/seq_fifo.h"
 
 namespace {
 

@@ -16,9 +16,9 @@
 #include <thread>
 #include <vector>
 
-#include "resident.h"
-#include "tagged_block.h"
-#include "test_sizes.h"
+#include "support/resident.h"
+#include "support/tagged_block.h"
+#include "support/test_sizes.h"
 
 using namespace mmtest;
 

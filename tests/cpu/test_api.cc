@@ -15,8 +15,8 @@
 #include <string>
 #include <vector>
 
-#include "block_tag.h"
-#include "test_sizes.h"
+#include "support/block_tag.h"
+#include "support/test_sizes.h"
 
 using namespace mmtest;
 

@@ -12,9 +12,9 @@
 #include <cerrno>
 #include <cstdlib>
 
-#include "block_tag.h"
-#include "subprocess.h"
-#include "test_sizes.h"
+#include "support/block_tag.h"
+#include "support/subprocess.h"
+#include "support/test_sizes.h"
 
 using namespace mmtest;
 

@@ -12,9 +12,9 @@
 #include <thread>
 #include <vector>
 
-#include "tagged_block.h"
-#include "subprocess.h"
-#include "test_sizes.h"
+#include "support/tagged_block.h"
+#include "support/subprocess.h"
+#include "support/test_sizes.h"
 
 using namespace mmtest;
 

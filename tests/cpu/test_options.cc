@@ -9,7 +9,7 @@
 #include <cstdlib>
 #include <string>
 
-#include "subprocess.h"
+#include "support/subprocess.h"
 
 using namespace mmtest;
 

@@ -19,7 +19,7 @@
 #include <string>
 #include <vector>
 
-#include "test_sizes.h"
+#include "support/test_sizes.h"
 
 // glibc's aliases of its allocator, exported but not declared by its headers.
 extern "C" {

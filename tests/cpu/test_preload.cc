@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "subprocess.h"
+#include "support/subprocess.h"
 
 using namespace mmtest;
 

@@ -12,7 +12,7 @@
 #include <cstdio>
 #include <string>
 
-#include "subprocess.h"
+#include "support/subprocess.h"
 
 using namespace mmtest;
 

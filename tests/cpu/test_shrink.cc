@@ -28,9 +28,9 @@
 #include <thread>
 #include <vector>
 
-#include "fresh_process.h"
-#include "resident.h"
-#include "tagged_block.h"
+#include "support/fresh_process.h"
+#include "support/resident.h"
+#include "support/tagged_block.h"
 
 using namespace mmtest;
 

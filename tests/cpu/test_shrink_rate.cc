@@ -16,8 +16,8 @@
 #include <thread>
 #include <vector>
 
-#include "block_tag.h"
-#include "resident.h"
+#include "support/block_tag.h"
+#include "support/resident.h"
 
 using namespace mmtest;
 

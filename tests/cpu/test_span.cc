@@ -17,10 +17,10 @@
 #include <thread>
 #include <vector>
 
-#include "block_tag.h"
-#include "fresh_process.h"
-#include "resident.h"
-#include "test_sizes.h"
+#include "support/block_tag.h"
+#include "support/fresh_process.h"
+#include "support/resident.h"
+#include "support/test_sizes.h"
 
 using namespace mmtest;
 

@@ -22,7 +22,7 @@
 #include <thread>
 #include <vector>
 
-#include "tagged_block.h"
+#include "support/tagged_block.h"
 
 using namespace mmtest;
 

@@ -20,8 +20,8 @@
 #include <unordered_set>
 #include <vector>
 
-#include "tagged_block.h"
-#include "test_sizes.h"
+#include "support/tagged_block.h"
+#include "support/test_sizes.h"
 
 using namespace mmtest;
 

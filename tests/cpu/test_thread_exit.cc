@@ -15,8 +15,8 @@
 #include <thread>
 #include <vector>
 
-#include "tagged_block.h"
-#include "test_sizes.h"
+#include "support/tagged_block.h"
+#include "support/test_sizes.h"
 
 using namespace mmtest;
 

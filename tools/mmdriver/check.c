@@ -1,6 +1,6 @@
 /* mmdriver: live-block index and payload patterns (see check.h). */
 #include "check.h"
-#include "os.h"
+#include "mapping.h"
 
 #include <string.h>
 
@@ -16,13 +16,13 @@ static uint32_t check_hash32(uint64_t x) {
 }
 
 void check_index_init(check_index_t *ix, size_t num_ids) {
-  ix->nodes   = os_alloc(num_ids * sizeof(check_node_t));
+  ix->nodes   = mapping_alloc(num_ids * sizeof(check_node_t));
   ix->num_ids = num_ids;
   ix->root    = -1;
 }
 
 void check_index_done(check_index_t *ix) {
-  os_free(ix->nodes, ix->num_ids * sizeof(check_node_t));
+  mapping_free(ix->nodes, ix->num_ids * sizeof(check_node_t));
   ix->nodes = NULL;
 }
 

@@ -1,11 +1,11 @@
 /* mmdriver: replays malloc-lab traces against the allocator serving the
  * process, validates every request and reports utilization and throughput.
  * This file owns the command line and the report; see trace.c (parsing),
- * check.c (validation), replay.c (replays and timing), heap.c (which
+ * check.c (validation), replay.c (replays and timing), allocator.c (which
  * allocator runs and its footprint). */
 #define _GNU_SOURCE
-#include "heap.h"
-#include "os.h"
+#include "allocator.h"
+#include "mapping.h"
 #include "replay.h"
 #include "trace.h"
 
@@ -138,14 +138,14 @@ static int compare_double(const void *a, const void *b) {
 
 /* Median Kops/s over the timed replays. */
 static double measure_kops(const trace_t *t, const options_t *o) {
-  double *secs = os_alloc(o->reps * sizeof(double));
+  double *secs = mapping_alloc(o->reps * sizeof(double));
   for (unsigned i = 0; i < o->reps; i++) secs[i] = replay_timed(t, o->threads);
   qsort(secs, o->reps, sizeof(double), compare_double);
   double median = secs[o->reps / 2];
   if (o->verbose)
     fprintf(stderr, "  timed: %u replays, min %.6f s, median %.6f s, max %.6f s\n", o->reps, secs[0],
             median, secs[o->reps - 1]);
-  os_free(secs, o->reps * sizeof(double));
+  mapping_free(secs, o->reps * sizeof(double));
   double ops = (double)t->num_ops * o->threads;
   return median > 0 ? ops / median / 1e3 : -1;
 }
@@ -214,11 +214,11 @@ static result_t measure_isolated(result_t (*measure)(const char *, const options
 static result_t measure_trace_isolated(const char *path, const options_t *o) {
   result_t r = measure_isolated(measure_trace, path, o);
   if (!r.valid || o->reps == 0) return r;
-  double *kops = os_alloc(o->reps * sizeof(double));
+  double *kops = mapping_alloc(o->reps * sizeof(double));
   for (unsigned i = 0; i < o->reps; i++) kops[i] = measure_isolated(measure_first_replay, path, o).first_kops;
   qsort(kops, o->reps, sizeof(double), compare_double);
   r.first_kops = kops[o->reps / 2];
-  os_free(kops, o->reps * sizeof(double));
+  mapping_free(kops, o->reps * sizeof(double));
   return r;
 }
 
@@ -228,7 +228,7 @@ static result_t measure_trace_isolated(const char *path, const options_t *o) {
 
 static void report_header(const options_t *o) {
   fprintf(o->csv ? stderr : stdout, "mmdriver: allocator %s, footprint by %s, %u thread%s, %u timed replays\n",
-          heap_allocator(), heap_footprint_method(), o->threads, o->threads == 1 ? "" : "s", o->reps);
+          allocator_path(), allocator_footprint_method(), o->threads, o->threads == 1 ? "" : "s", o->reps);
   if (o->csv) puts("trace,ops,valid,util,kops,first_kops");
   else printf("%-40s %5s %10s %7s %12s %12s\n", "trace", "valid", "ops", "util", "Kops/s", "first Kops/s");
 }
@@ -255,7 +255,7 @@ static void report_row(const char *path, const result_t *r, const options_t *o) 
 int main(int argc, char **argv) {
   options_t o;
   options_parse(&o, argc, argv);
-  heap_probe();
+  allocator_probe();
   report_header(&o);
   int passed = 0, failed = 0;
   for (int i = optind; i < argc; i++) {

@@ -2,8 +2,8 @@
 #define _GNU_SOURCE
 #include "replay.h"
 #include "check.h"
-#include "heap.h"
-#include "os.h"
+#include "allocator.h"
+#include "mapping.h"
 
 #include <inttypes.h>
 #include <malloc.h>
@@ -104,8 +104,8 @@ static int replay_checked_op(replay_thread_t *r, size_t i) {
 /* Reads the footprint after a request that may have raised it, so the
  * peak found is the footprint's exact peak at request boundaries. */
 static void replay_sample(replay_thread_t *r) {
-  if (!heap_footprint_moved()) return;
-  size_t f = heap_footprint();
+  if (!allocator_footprint_moved()) return;
+  size_t f = allocator_footprint();
   if (f > r->peak_footprint) r->peak_footprint = f;
 }
 
@@ -146,13 +146,13 @@ static void *replay_timed_thread(void *arg) {
  * ------------------------------------------------------------------------- */
 
 static replay_thread_t *replay_threads_new(const trace_t *t, unsigned threads, int validate) {
-  replay_thread_t *rs = os_alloc(threads * sizeof(replay_thread_t));
+  replay_thread_t *rs = mapping_alloc(threads * sizeof(replay_thread_t));
   for (unsigned k = 0; k < threads; k++) {
     rs[k].trace = t;
     rs[k].index = k;
-    rs[k].ptrs  = os_alloc(t->num_ids * sizeof(void *));
+    rs[k].ptrs  = mapping_alloc(t->num_ids * sizeof(void *));
     if (validate) {
-      rs[k].sizes = os_alloc(t->num_ids * sizeof(uint64_t));
+      rs[k].sizes = mapping_alloc(t->num_ids * sizeof(uint64_t));
       check_index_init(&rs[k].live, t->num_ids);
     }
   }
@@ -164,13 +164,13 @@ static void replay_threads_free(replay_thread_t *rs, unsigned threads, int valid
   const trace_t *t = rs[0].trace;
   for (unsigned k = 0; k < threads; k++) {
     for (size_t id = 0; id < t->num_ids; id++) free(rs[k].ptrs[id]);
-    os_free(rs[k].ptrs, t->num_ids * sizeof(void *));
+    mapping_free(rs[k].ptrs, t->num_ids * sizeof(void *));
     if (validate) {
-      os_free(rs[k].sizes, t->num_ids * sizeof(uint64_t));
+      mapping_free(rs[k].sizes, t->num_ids * sizeof(uint64_t));
       check_index_done(&rs[k].live);
     }
   }
-  os_free(rs, threads * sizeof(replay_thread_t));
+  mapping_free(rs, threads * sizeof(replay_thread_t));
 }
 
 /* Runs `body` on every thread state; thread 0 on the calling thread, so a
@@ -178,7 +178,7 @@ static void replay_threads_free(replay_thread_t *rs, unsigned threads, int valid
 static void replay_run(replay_thread_t *rs, unsigned threads, void *(*body)(void *)) {
   pthread_barrier_t start;
   pthread_barrier_init(&start, NULL, threads);
-  pthread_t *tids = os_alloc(threads * sizeof(pthread_t));
+  pthread_t *tids = mapping_alloc(threads * sizeof(pthread_t));
   for (unsigned k = 0; k < threads; k++) rs[k].start = &start;
   for (unsigned k = 1; k < threads; k++) {
     if (pthread_create(&tids[k], NULL, body, &rs[k]) != 0) {
@@ -188,16 +188,16 @@ static void replay_run(replay_thread_t *rs, unsigned threads, void *(*body)(void
   }
   body(&rs[0]);
   for (unsigned k = 1; k < threads; k++) pthread_join(tids[k], NULL);
-  os_free(tids, threads * sizeof(pthread_t));
+  mapping_free(tids, threads * sizeof(pthread_t));
   pthread_barrier_destroy(&start);
 }
 
 void replay_validate(const trace_t *t, unsigned threads, replay_check_t *out) {
   replay_thread_t *rs = replay_threads_new(t, threads, 1);
-  heap_release();
-  os_stack_prefault(256 * 1024); /* where the stack's end lies in its page varies from run to run */
-  rs[0].base_footprint = heap_footprint_base();
-  rs[0].peak_footprint = heap_footprint();
+  allocator_release();
+  mapping_prefault_stack(256 * 1024); /* where the stack's end lies in its page varies from run to run */
+  rs[0].base_footprint = allocator_footprint_base();
+  rs[0].peak_footprint = allocator_footprint();
   rs[0].sampler = threads == 1;
   replay_run(rs, threads, replay_validate_thread);
   out->errors = 0;

@@ -14,7 +14,7 @@
 typedef struct replay_check_s {
   size_t errors;          /* requests that failed validation, over all threads */
   size_t peak_live;       /* high-water mark of live requested bytes (thread 0) */
-  size_t footprint;       /* peak footprint charged to the trace (one thread only; see heap.h) */
+  size_t footprint;       /* peak footprint charged to the trace (one thread only; see allocator.h) */
 } replay_check_t;
 
 /* Validated replay on `threads` threads; prints each thread's first failure. */

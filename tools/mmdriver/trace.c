@@ -5,7 +5,7 @@
  * under test. */
 #define _GNU_SOURCE
 #include "trace.h"
-#include "os.h"
+#include "mapping.h"
 
 #include <ctype.h>
 #include <fcntl.h>
@@ -84,7 +84,7 @@ static void liveness_reserve(liveness_t *l, size_t id) {
   if (id < l->cap) return;
   size_t cap = l->cap ? l->cap : 1024;
   while (cap <= id) cap *= 2;
-  l->live = os_resize(l->live, l->cap, cap);
+  l->live = mapping_resize(l->live, l->cap, cap);
   l->cap  = cap;
 }
 
@@ -110,12 +110,12 @@ static int trace_parse(trace_t *t, scan_t *s) {
   size_t cap;
   if (!trace_read_header(s, &cap)) return 0;
   cap = cap ? cap : 1024;
-  t->ops = os_alloc(cap * sizeof(trace_op_t));
+  t->ops = mapping_alloc(cap * sizeof(trace_op_t));
   liveness_t l = {0};
   int ok = 1;
   while (ok && scan_next_line(s)) {
     if (t->num_ops == cap) {
-      t->ops = os_resize(t->ops, cap * sizeof(trace_op_t), 2 * cap * sizeof(trace_op_t));
+      t->ops = mapping_resize(t->ops, cap * sizeof(trace_op_t), 2 * cap * sizeof(trace_op_t));
       cap *= 2;
     }
     trace_op_t *op = &t->ops[t->num_ops];
@@ -123,9 +123,9 @@ static int trace_parse(trace_t *t, scan_t *s) {
     if (ok) t->num_ops++;
     if (ok && op->id >= t->num_ids) t->num_ids = (size_t)op->id + 1;
   }
-  os_free(l.live, l.cap);
+  mapping_free(l.live, l.cap);
   /* Keep the mapping's real size recoverable by trace_unload. */
-  t->ops = os_resize(t->ops, cap * sizeof(trace_op_t), (t->num_ops ? t->num_ops : 1) * sizeof(trace_op_t));
+  t->ops = mapping_resize(t->ops, cap * sizeof(trace_op_t), (t->num_ops ? t->num_ops : 1) * sizeof(trace_op_t));
   return ok;
 }
 
@@ -154,7 +154,7 @@ int trace_load(trace_t *t, const char *path) {
 }
 
 void trace_unload(trace_t *t) {
-  os_free(t->ops, (t->num_ops ? t->num_ops : 1) * sizeof(trace_op_t));
+  mapping_free(t->ops, (t->num_ops ? t->num_ops : 1) * sizeof(trace_op_t));
   t->ops = NULL;
   t->num_ops = 0;
 }

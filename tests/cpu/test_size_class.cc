@@ -1,4 +1,4 @@
-// Size classes (size_class.h): every request fits its class, the class wastes
+// Size classes (src/cpu/size_class.h): every request fits its class, the class wastes
 // at most 12.5% of the 16-rounded request, and the mapping is monotonic and
 // round-trips, over every size up to the largest class.
 #include <gtest/gtest.h>

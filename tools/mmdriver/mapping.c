@@ -1,12 +1,12 @@
-/* mmdriver: the driver's own memory, taken straight from the OS (see os.h). */
+/* mmdriver: the driver's own memory, taken straight from the OS (see mapping.h). */
 #define _GNU_SOURCE
-#include "os.h"
+#include "mapping.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <sys/mman.h>
 
-void *os_alloc(size_t size) {
+void *mapping_alloc(size_t size) {
   void *p = mmap(NULL, size ? size : 1, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
   if (p == MAP_FAILED) {
     fprintf(stderr, "mmdriver: out of memory mapping %zu bytes\n", size);
@@ -15,12 +15,12 @@ void *os_alloc(size_t size) {
   return p;
 }
 
-void os_free(void *p, size_t size) {
+void mapping_free(void *p, size_t size) {
   if (p != NULL) munmap(p, size ? size : 1);
 }
 
-void *os_resize(void *p, size_t old_size, size_t new_size) {
-  if (p == NULL) return os_alloc(new_size);
+void *mapping_resize(void *p, size_t old_size, size_t new_size) {
+  if (p == NULL) return mapping_alloc(new_size);
   void *q = mremap(p, old_size ? old_size : 1, new_size, MREMAP_MAYMOVE);
   if (q == MAP_FAILED) {
     fprintf(stderr, "mmdriver: out of memory growing a mapping to %zu bytes\n", new_size);
@@ -29,7 +29,7 @@ void *os_resize(void *p, size_t old_size, size_t new_size) {
   return q;
 }
 
-__attribute__((noinline)) void os_stack_prefault(size_t bytes) {
+__attribute__((noinline)) void mapping_prefault_stack(size_t bytes) {
   volatile char *area = __builtin_alloca(bytes);
   for (size_t i = 0; i < bytes; i += 4096) area[i] = 0;
 }

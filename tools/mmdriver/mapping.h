@@ -4,20 +4,20 @@
  * index) is mapped here instead of malloc'ed, so the allocator under test
  * serves only the trace's requests and its footprint is not inflated by the
  * driver's bookkeeping. */
-#ifndef MMDRIVER_OS_H
-#define MMDRIVER_OS_H
+#ifndef MMDRIVER_MAPPING_H
+#define MMDRIVER_MAPPING_H
 
 #include <stddef.h>
 
 /* Zeroed memory, faulted in at once so that touching it later does not
  * count as the allocator's resident growth. Exits the driver when the OS
  * refuses. */
-void *os_alloc(size_t size);
-void  os_free(void *p, size_t size);
+void *mapping_alloc(size_t size);
+void  mapping_free(void *p, size_t size);
 /* Resizes a mapping from `old_size` to `new_size` bytes, keeping its contents. */
-void *os_resize(void *p, size_t old_size, size_t new_size);
+void *mapping_resize(void *p, size_t old_size, size_t new_size);
 /* Faults in `bytes` of the calling thread's stack below the caller, so that
  * the replay's own calls do not grow the resident memory charged to it. */
-void  os_stack_prefault(size_t bytes);
+void  mapping_prefault_stack(size_t bytes);
 
-#endif /* MMDRIVER_OS_H */
+#endif /* MMDRIVER_MAPPING_H */

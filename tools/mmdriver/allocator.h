@@ -5,32 +5,32 @@
  * which shared object `malloc` resolves to and how to make it return cached
  * memory. Every allocator's footprint is read the same way, from the
  * kernel, so that utilization compares like with like. */
-#ifndef MMDRIVER_HEAP_H
-#define MMDRIVER_HEAP_H
+#ifndef MMDRIVER_ALLOCATOR_H
+#define MMDRIVER_ALLOCATOR_H
 
 #include <stdbool.h>
 #include <stddef.h>
 
 /* Finds the allocator serving this run (call once, before the others). */
-void        heap_probe(void);
+void        allocator_probe(void);
 /* Path of the shared object whose `malloc` serves the run. */
-const char *heap_allocator(void);
-/* How heap_footprint measures, for the report: "anonymous RSS". */
-const char *heap_footprint_method(void);
+const char *allocator_path(void);
+/* How allocator_footprint measures, for the report: "anonymous RSS". */
+const char *allocator_footprint_method(void);
 /* Bytes the allocator currently holds from the OS: the process's resident
  * anonymous memory, exact (Anonymous in /proc/self/smaps_rollup). */
-size_t      heap_footprint(void);
+size_t      allocator_footprint(void);
 /* Whether the footprint may have grown since the last call (or since
- * heap_footprint_base): whether the process took a page fault, the only way
+ * allocator_footprint_base): whether the process took a page fault, the only way
  * the resident set grows. Cheap (one getrusage), so the driver asks after
  * every request and reads the footprint only when it may have grown, which
  * finds the exact peak. */
-bool        heap_footprint_moved(void);
+bool        allocator_footprint_moved(void);
 /* The footprint before a trace, which the trace is not charged for: only
  * its growth is. */
-size_t      heap_footprint_base(void);
+size_t      allocator_footprint_base(void);
 /* Asks the allocator to return free cached memory to the OS
  * (mm_collect, malloc_trim, jemalloc purge, mi_collect, tcmalloc release). */
-void        heap_release(void);
+void        allocator_release(void);
 
-#endif /* MMDRIVER_HEAP_H */
+#endif /* MMDRIVER_ALLOCATOR_H */

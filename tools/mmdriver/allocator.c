@@ -1,6 +1,6 @@
-/* mmdriver: probing the allocator serving this run (see heap.h). */
+/* mmdriver: probing the allocator serving this run (see allocator.h). */
 #define _GNU_SOURCE
-#include "heap.h"
+#include "allocator.h"
 
 #include <dlfcn.h>
 #include <fcntl.h>
@@ -12,18 +12,18 @@
 
 static struct {
   const char *allocator;
-  long faults;   /* page faults at the last heap_footprint_moved */
-} heap;
+  long faults;   /* page faults at the last allocator_footprint_moved */
+} probed;
 
-void heap_probe(void) {
+void allocator_probe(void) {
   void *malloc_sym = dlsym(RTLD_DEFAULT, "malloc");
   Dl_info info;
-  heap.allocator = (malloc_sym && dladdr(malloc_sym, &info) && info.dli_fname) ? info.dli_fname : "unknown";
+  probed.allocator = (malloc_sym && dladdr(malloc_sym, &info) && info.dli_fname) ? info.dli_fname : "unknown";
 }
 
-const char *heap_allocator(void) { return heap.allocator; }
+const char *allocator_path(void) { return probed.allocator; }
 
-const char *heap_footprint_method(void) { return "anonymous RSS"; }
+const char *allocator_footprint_method(void) { return "anonymous RSS"; }
 
 /* Resident anonymous bytes, exact: /proc/self/smaps_rollup walks the page
  * tables. statm and status read the kernel's RSS counters, kept per CPU and
@@ -32,7 +32,7 @@ const char *heap_footprint_method(void) { return "anonymous RSS"; }
  * maps up to 16 (fault-around), differently with each run's load address.
  * Every allocator's heap is anonymous memory. Read without stdio, so that
  * sampling does not allocate through the allocator measured. */
-size_t heap_footprint(void) {
+size_t allocator_footprint(void) {
   char buf[4096];
   int fd = open("/proc/self/smaps_rollup", O_RDONLY);
   if (fd < 0) return 0;
@@ -46,25 +46,25 @@ size_t heap_footprint(void) {
 }
 
 /* Page faults of the process so far: the resident set grows only by them. */
-static long heap_faults(void) {
+static long allocator_faults(void) {
   struct rusage u;
   getrusage(RUSAGE_SELF, &u);
   return u.ru_minflt + u.ru_majflt;
 }
 
-bool heap_footprint_moved(void) {
-  long faults = heap_faults();
-  if (faults == heap.faults) return false;
-  heap.faults = faults;
+bool allocator_footprint_moved(void) {
+  long faults = allocator_faults();
+  if (faults == probed.faults) return false;
+  probed.faults = faults;
   return true;
 }
 
-size_t heap_footprint_base(void) {
-  heap.faults = heap_faults();
-  return heap_footprint();
+size_t allocator_footprint_base(void) {
+  probed.faults = allocator_faults();
+  return allocator_footprint();
 }
 
-void heap_release(void) {
+void allocator_release(void) {
   size_t (*mm_collect)(void) = (size_t (*)(void))dlsym(RTLD_DEFAULT, "mm_collect");
   int (*trim)(size_t) = (int (*)(size_t))dlsym(RTLD_DEFAULT, "malloc_trim");
   int (*mallctl)(const char *, void *, size_t *, void *, size_t) =

@@ -1,0 +1,212 @@
+/* manymalloc cpu: giving memory back to the OS, the policy.
+ *
+ * This file decides what goes back and when; the structures only offer to
+ * give back N units of 4 KiB (span.c: free runs, segment.c: free page slots
+ * and retired segments, shrink.c: free blocks inside pages, page.c: spare
+ * pages, large.c: cached mappings).  Its state is the heap's mm_purge_t and
+ * one process-wide timer.
+ *
+ * Matching growth.  The structures report the units they take afresh
+ * (mm_purge_grown) and those they fault in again after giving them back
+ * (mm_purge_refaulted).  Per MM_GROWN_BATCH units, the next malloc's slow
+ * path gives back as many, so that a heap that grows while it holds free
+ * memory stays near its live size, as glibc's does by handing a free chunk
+ * to any size.  Away from the heap's peak only free spans give back, and
+ * faults are not matched: a program that frees and allocates as much again
+ * would otherwise give back and fault in the same pages every round.  At
+ * the peak, and only while few threads have heaps (each madvise interrupts
+ * every other CPU running the process), free page slots and free blocks
+ * inside pages give back too.
+ *
+ * The time budget.  What pages give back from inside (shrink.c) mostly
+ * comes back, each OS page at the price of a share of an madvise and a
+ * fault; a budget that grows by MANYMALLOC_SHRINK_RATE up to
+ * MM_PURGE_BURST bounds that cost for a program that allocates as fast as
+ * it can at its peak (decision: the shrink rate bound).
+ *
+ * Delays.  An emptied segment, the heap's kept empty span segment and a
+ * cached large mapping go back once they stayed unused for
+ * MANYMALLOC_PURGE_DELAY ms.  The heap's own wait for `purge.due`; those of
+ * exited threads and the large mappings for `mm_purge_warm_due`, which any
+ * thread's slow path serves. */
+#include "internal.h"
+
+#define MM_PURGE_BURST 64 /* 4 KiB units the time budget holds at most */
+
+uintptr_t mm_purge_warm_due; /* ms when the oldest one expires; 0: none */
+
+/* ---------------------------------------------------------------------------
+ * Accounting
+ * ------------------------------------------------------------------------- */
+
+/* The heap took `units` of 4 KiB that were never resident (a page carved
+ * further, a span reaching untouched memory). */
+void mm_purge_grown(mm_heap_t *heap, size_t units) {
+  if (mm_options.purge) heap->purge.grown += units; /* MANYMALLOC_PURGE=0: keep everything committed */
+}
+
+/* The heap faults in again `units` of 4 KiB that it gave back. */
+void mm_purge_refaulted(mm_heap_t *heap, size_t units) {
+  if (mm_options.purge) heap->purge.refaulted += units;
+}
+
+/* Bytes in blocks of the heap, as its statistics last counted them. */
+static size_t mm_purge_in_use(const mm_heap_t *heap) {
+  intptr_t bytes = 0;
+  for (unsigned c = 0; c < MM_SIZE_CLASS_COUNT; c++) bytes += heap->stats.blocks[c] * (intptr_t)mm_size_class_size(c);
+  return bytes > 0 ? (size_t)bytes : 0;
+}
+
+/* Whether the heap is at its peak: bytes in use within 1/MM_NEAR_HIGH of
+ * their highest so far, that highest rose within the last MM_RISING_CALLS
+ * give-backs, and few threads have heaps (MANYMALLOC_SHRINK on). */
+static bool mm_purge_at_peak(mm_purge_t *purge, size_t in_use, bool few_threads) {
+  if (in_use > purge->in_use_high) {
+    purge->in_use_high = in_use;
+    purge->high_rose_at = purge->give_backs;
+  }
+  bool rising = purge->give_backs - purge->high_rose_at <= MM_RISING_CALLS;
+  return mm_options.shrink && rising && in_use >= purge->in_use_high - purge->in_use_high / MM_NEAR_HIGH && few_threads;
+}
+
+/* ---------------------------------------------------------------------------
+ * The time budget of shrinking pages
+ * ------------------------------------------------------------------------- */
+
+/* Units the heap's pages may give back now, at most `units`: the budget,
+ * grown by the rate since it last grew (MANYMALLOC_SHRINK_RATE=0: any
+ * number).  A second refills the burst at any rate of 1 MiB/s or more, so
+ * the time counts up to a second, and the product cannot overflow
+ * (options.c). */
+static size_t mm_purge_budget(mm_heap_t *heap, size_t units) {
+  if (mm_options.shrink_rate == 0) return units;
+  mm_purge_t *purge = &heap->purge;
+  uint64_t now = mm_os_clock_ms(), elapsed = now - purge->budget_at;
+  if (elapsed > 1000) elapsed = 1000;
+  uint64_t grown = elapsed * mm_options.shrink_rate * (1024 * 1024 / MM_OS_PAGE_SIZE) / 1000;
+  intptr_t budget = purge->budget_at == 0 || grown >= MM_PURGE_BURST ? MM_PURGE_BURST : purge->budget + (intptr_t)grown;
+  purge->budget = budget > MM_PURGE_BURST ? MM_PURGE_BURST : budget;
+  purge->budget_at = now;
+  return purge->budget <= 0 ? 0 : units < (size_t)purge->budget ? units : (size_t)purge->budget;
+}
+
+/* Pages give back up to about `units` OS pages of free blocks within the
+ * budget; a run may give back more than asked, and the budget goes below
+ * zero. */
+static size_t mm_purge_shrink_pages(mm_heap_t *heap, size_t units) {
+  units = mm_purge_budget(heap, units);
+  if (units == 0) return 0;
+  size_t given = mm_heap_shrink_pages(heap, units);
+  heap->purge.budget -= (intptr_t)given;
+  return given;
+}
+
+/* ---------------------------------------------------------------------------
+ * Giving back as the heap grows
+ * ------------------------------------------------------------------------- */
+
+/* Gives back as many units as the heap took afresh, from free spans that
+ * are resident (the largest first).  At its peak it also gives back as many
+ * as it faulted in again, and where the spans fall short, the spare pages,
+ * the resident memory of free page slots and the OS pages of free blocks
+ * inside pages.  Called where no page or span is in hand. */
+void mm_purge_growth(mm_heap_t *heap) {
+  mm_purge_t *purge = &heap->purge;
+  bool few_threads = mm_few_threads();
+  bool at_peak = mm_purge_at_peak(purge, mm_purge_in_use(heap), few_threads);
+  size_t want = purge->grown + (at_peak ? purge->refaulted : 0);
+  purge->give_backs++;
+  purge->refaulted = 0;
+  if (want < MM_GROWN_BATCH) return; /* faulted in away from the peak: nothing to match yet */
+  purge->grown = 0;
+  size_t given = mm_span_purge(heap, want, few_threads);
+  if (!at_peak) return;
+  mm_heap_release_spares(heap);
+  if (given < want) given += mm_segment_purge_free_slots(heap, want - given);
+  if (given < want) mm_purge_shrink_pages(heap, want - given);
+}
+
+/* A page that its class keeps while it has no live block (mm_page_retire)
+ * gives back all it carved, within the budget, so that a program whose
+ * sizes change as it runs does not keep an empty page resident in every
+ * class it used.  A page of fewer than MM_SHRINK_EMPTY_MIN carved OS pages
+ * keeps them: a class whose few blocks come and go would give them back
+ * and fault them in each time (decision: the least an empty page gives
+ * back).  In checked mode pages keep what they carved: the carved range
+ * tells a double free from a pointer never handed out (checked.c). */
+void mm_purge_page_emptied(mm_page_t *page) {
+  if (!mm_options.shrink || mm_options.checked || !mm_few_threads()) return;
+  size_t units = mm_page_resident_units(page);
+  mm_heap_t *heap = mm_segment_of(page->start)->heap;
+  if (units < MM_SHRINK_EMPTY_MIN || mm_purge_budget(heap, units) < units) return;
+  heap->purge.budget -= (intptr_t)units;
+  mm_page_shrink_all(page);
+}
+
+/* ---------------------------------------------------------------------------
+ * Giving back after a delay
+ * ------------------------------------------------------------------------- */
+
+/* Some of the heap's memory (a retired segment, the empty span segment's
+ * tail) goes back to the OS at `at` (ms) if it is still unused then. */
+void mm_purge_schedule(mm_heap_t *heap, uint64_t at) {
+  if (heap->purge.due == 0 || at < heap->purge.due) heap->purge.due = at;
+}
+
+/* Makes mm_purge_warm_due at most `at`: exited threads' segments or a
+ * cached large mapping go back then. */
+void mm_purge_warm_schedule(uint64_t at) {
+  uintptr_t due = mm_atomic_load_relaxed(&mm_purge_warm_due);
+  while ((due == 0 || at < due) && !mm_atomic_cas(&mm_purge_warm_due, &due, (uintptr_t)at)) {}
+}
+
+/* Releases the handed-over segments and the cached large mappings whose
+ * delay is over (or all of the segments), once mm_purge_warm_due has come;
+ * one thread at a time does it, and they schedule again what stays. */
+static void mm_purge_warm_expire(uint64_t now, bool all) {
+  uintptr_t due = mm_atomic_load_relaxed(&mm_purge_warm_due);
+  if (due == 0 || (now < due && !all)) return;
+  if (!mm_atomic_cas(&mm_purge_warm_due, &due, 0)) return;
+  if (mm_options.purge) mm_large_cache_expire(now); /* MANYMALLOC_PURGE=0: keep everything committed */
+  mm_segment_warm_expire(now, all);
+}
+
+/* Gives back what is due at `now` (ms): the heap's own, and exited
+ * threads' segments and cached large mappings, which any heap's slow path
+ * releases.  Called from the slow paths while something is scheduled; a
+ * thread that stops allocating keeps its own until it allocates again,
+ * exits or calls mm_collect. */
+void mm_purge_expired(mm_heap_t *heap, uint64_t now) {
+  mm_purge_warm_expire(now, false);
+  if (heap->purge.due == 0 || now < heap->purge.due) return;
+  heap->purge.due = 0;
+  mm_segment_purge_expired(heap, now);
+  mm_span_purge_expired(heap, now);
+}
+
+/* ---------------------------------------------------------------------------
+ * Collection
+ * ------------------------------------------------------------------------- */
+
+/* The heap's empty pages went back to their segments (mm_heap_collect).
+ * With `release_all` (mm_collect) its retired segments, the resident
+ * memory of its free page slots and of its free span runs go back to the
+ * OS; else its thread exits and hands the retired segments over to the
+ * threads after it.  Nothing of the heap's stays scheduled. */
+void mm_purge_collect(mm_heap_t *heap, bool release_all) {
+  if (release_all) {
+    mm_segment_retired_release(heap);
+    mm_segment_purge_free_slots(heap, SIZE_MAX);
+    mm_span_purge(heap, SIZE_MAX, true);
+  } else {
+    mm_segment_retired_hand_over(heap);
+  }
+  heap->purge.due = 0;
+}
+
+/* Returns every cached segment and mapping of the process to the OS. */
+void mm_purge_caches(void) {
+  mm_purge_warm_expire(0, true);
+  mm_segment_cache_purge();
+  mm_large_cache_purge();
+}
