@@ -21,13 +21,13 @@ static void *mm_malloc_inner_aligned(size_t size, size_t alignment) {
     mm_segment_t *seg = mm_segment_of(block);
     mm_segment_page_of(seg, block)->has_aligned = 1; /* the owner's page: only it writes */
     mm_segment_remote_of(seg, block)->has_aligned = 1; /* seen by a remote free of p, which comes after */
-    if (mm_unlikely(mm_options.checked)) mm_checked_on_aligned(seg, block, p);
+    if (mm_unlikely(_mm_options.checked)) _mm_checked_on_aligned(seg, block, p);
   }
   return p;
 }
 
 /* `alignment` is a power of two. */
-void *mm_malloc_aligned(size_t size, size_t alignment) {
+void *_mm_malloc_aligned(size_t size, size_t alignment) {
   if (alignment <= MM_ALIGNMENT) return mm_malloc_inline(size);
   if (alignment <= MM_SEGMENT_HEADER_SIZE && size <= MM_MEDIUM_BLOCK_MAX) {
     for (unsigned c = mm_size_class_of(size < alignment ? alignment : size);
@@ -35,8 +35,8 @@ void *mm_malloc_aligned(size_t size, size_t alignment) {
       if (mm_size_class_size(c) % alignment == 0) return mm_malloc_inline(mm_size_class_size(c));
     if (size + alignment - MM_ALIGNMENT <= MM_MEDIUM_BLOCK_MAX) return mm_malloc_inner_aligned(size, alignment);
   }
-  mm_heap_t *heap = mm_heap_tls;
-  if (heap == &mm_heap_empty && (heap = mm_thread_init()) == NULL) return NULL;
-  if (alignment <= MM_SEGMENT_HEADER_SIZE && size <= MM_SIZE_CLASS_MAX) return mm_span_alloc(heap, size, alignment);
-  return mm_large_alloc(size, alignment, false);
+  mm_heap_t *heap = _mm_heap_tls;
+  if (heap == &_mm_heap_empty && (heap = _mm_thread_init()) == NULL) return NULL;
+  if (alignment <= MM_SEGMENT_HEADER_SIZE && size <= MM_SIZE_CLASS_MAX) return _mm_span_alloc(heap, size, alignment);
+  return _mm_large_alloc(size, alignment, false);
 }

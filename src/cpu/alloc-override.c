@@ -24,7 +24,7 @@ MM_EXPORT void *aligned_alloc(size_t alignment, size_t size) { return mm_aligned
 MM_EXPORT void *memalign(size_t alignment, size_t size) { return mm_memalign(alignment, size); }
 MM_EXPORT void *valloc(size_t size) { return mm_valloc(size); }
 MM_EXPORT void *pvalloc(size_t size) { return mm_pvalloc(size); }
-MM_EXPORT size_t malloc_usable_size(void *p) { return mm_usable_size(p); }
+MM_EXPORT size_t malloc_usable_size(void *p) { return _mm_usable_size(p); }
 
 /* glibc's own names for the same functions: code that calls them directly
  * (allocation hooks, tools) must get our blocks, since free() is ours. */

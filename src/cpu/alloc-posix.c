@@ -1,5 +1,5 @@
 /* manymalloc cpu: the POSIX and glibc allocation functions on top of
- * mm_malloc_aligned: argument checks and errno conventions only. */
+ * _mm_malloc_aligned: argument checks and errno conventions only. */
 #include <errno.h>
 
 #include "internal.h"
@@ -11,7 +11,7 @@ static bool mm_is_power_of_two(size_t x) {
 MM_EXPORT int mm_posix_memalign(void **out, size_t alignment, size_t size) {
   if (!mm_is_power_of_two(alignment) || alignment % sizeof(void *) != 0) return EINVAL;
   int saved = errno;
-  void *p = mm_malloc_aligned(size, alignment);
+  void *p = _mm_malloc_aligned(size, alignment);
   if (p == NULL) return ENOMEM;
   errno = saved;
   *out = p;
@@ -23,7 +23,7 @@ MM_EXPORT void *mm_aligned_alloc(size_t alignment, size_t size) {
     errno = EINVAL;
     return NULL;
   }
-  return mm_malloc_aligned(size, alignment);
+  return _mm_malloc_aligned(size, alignment);
 }
 
 /* Like glibc, an alignment that is not a power of two is rounded up to one. */
@@ -34,11 +34,11 @@ MM_EXPORT void *mm_memalign(size_t alignment, size_t size) {
   }
   size_t a = MM_ALIGNMENT;
   while (a < alignment) a <<= 1;
-  return mm_malloc_aligned(size, a);
+  return _mm_malloc_aligned(size, a);
 }
 
 MM_EXPORT void *mm_valloc(size_t size) {
-  return mm_malloc_aligned(size, MM_OS_PAGE_SIZE);
+  return _mm_malloc_aligned(size, MM_OS_PAGE_SIZE);
 }
 
 MM_EXPORT void *mm_pvalloc(size_t size) {
@@ -47,5 +47,5 @@ MM_EXPORT void *mm_pvalloc(size_t size) {
     errno = ENOMEM;
     return NULL;
   }
-  return mm_malloc_aligned(rounded == 0 ? MM_OS_PAGE_SIZE : rounded, MM_OS_PAGE_SIZE);
+  return _mm_malloc_aligned(rounded == 0 ? MM_OS_PAGE_SIZE : rounded, MM_OS_PAGE_SIZE);
 }

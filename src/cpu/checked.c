@@ -19,12 +19,12 @@
 static uintptr_t *mm_registry_mapped; /* unit starts a live mapping of ours */
 static uintptr_t *mm_registry_freed;  /* unit started a large block since freed */
 
-void mm_checked_init(void) {
-  if (!mm_options.checked) return;
+void _mm_checked_init(void) {
+  if (!_mm_options.checked) return;
   size_t bytes = MM_REGISTRY_BITS / 8;
-  mm_registry_mapped = mm_os_reserve(2 * bytes);
+  mm_registry_mapped = _mm_os_reserve(2 * bytes);
   if (mm_registry_mapped == NULL) {
-    mm_options.checked = false; /* no address space for the registry */
+    _mm_options.checked = false; /* no address space for the registry */
     return;
   }
   mm_registry_freed = mm_registry_mapped + bytes / sizeof(uintptr_t);
@@ -34,14 +34,14 @@ static size_t mm_registry_unit(const void *seg) {
   return ((uintptr_t)seg >> MM_SEGMENT_SHIFT) & (MM_REGISTRY_BITS - 1);
 }
 
-void mm_checked_on_map(mm_segment_t *seg) {
-  if (!mm_options.checked) return;
+void _mm_checked_on_map(mm_segment_t *seg) {
+  if (!_mm_options.checked) return;
   mm_bitmap_clear(mm_registry_freed, mm_registry_unit(seg));
   mm_bitmap_set(mm_registry_mapped, mm_registry_unit(seg));
 }
 
-void mm_checked_on_unmap(mm_segment_t *seg, bool large_block) {
-  if (!mm_options.checked) return;
+void _mm_checked_on_unmap(mm_segment_t *seg, bool large_block) {
+  if (!_mm_options.checked) return;
   mm_bitmap_clear(mm_registry_mapped, mm_registry_unit(seg));
   if (large_block) mm_bitmap_set(mm_registry_freed, mm_registry_unit(seg));
 }
@@ -55,12 +55,12 @@ static size_t mm_checked_bit(mm_segment_t *seg, const void *p) {
 }
 
 /* The block handed out at `block` is handed out at p inside it instead. */
-void mm_checked_on_aligned(mm_segment_t *seg, void *block, void *p) {
+void _mm_checked_on_aligned(mm_segment_t *seg, void *block, void *p) {
   mm_bitmap_clear(mm_checked_bits(seg), mm_checked_bit(seg, block));
   mm_bitmap_set(mm_checked_bits(seg), mm_checked_bit(seg, p));
 }
 
-void mm_checked_on_malloc(mm_segment_t *seg, void *p) {
+void _mm_checked_on_malloc(mm_segment_t *seg, void *p) {
   mm_bitmap_set(mm_checked_bits(seg), mm_checked_bit(seg, p));
 }
 
@@ -68,7 +68,7 @@ void mm_checked_on_malloc(mm_segment_t *seg, void *p) {
  * Reporting: write(2) only, so that a corrupted heap cannot get in the way
  * ------------------------------------------------------------------------- */
 
-void mm_fatal_pointer(const char *what, const void *p) {
+void _mm_fatal_pointer(const char *what, const void *p) {
   char buf[128];
   size_t n = 0;
   const char *prefix = "manymalloc: ";
@@ -88,7 +88,7 @@ void mm_fatal_pointer(const char *what, const void *p) {
 }
 
 /* A broken invariant (MM_ASSERT, in the sanitizer and debug builds). */
-void mm_assert_fail(const char *cond, const char *file, int line) {
+void _mm_assert_fail(const char *cond, const char *file, int line) {
   char buf[256];
   int n = snprintf(buf, sizeof buf, "manymalloc: assertion failed: %s (%s:%d)\n", cond, file, line);
   ssize_t ignored = write(STDERR_FILENO, buf, n < (int)sizeof buf ? (size_t)n : sizeof buf - 1);
@@ -112,42 +112,42 @@ static const mm_checked_words_t mm_checked_realloc_words = {"realloc of invalid 
 /* Aborts with a message unless p is a live block of ours; with `release`
  * also marks it free, atomically, so that racing double frees are caught. */
 static mm_segment_t *mm_checked_validate(const void *p, bool release, const mm_checked_words_t *words) {
-  if (((uintptr_t)p & (MM_ALIGNMENT - 1)) != 0) mm_fatal_pointer(words->invalid, p);
+  if (((uintptr_t)p & (MM_ALIGNMENT - 1)) != 0) _mm_fatal_pointer(words->invalid, p);
   mm_segment_t *seg = mm_segment_of(p);
   size_t unit = mm_registry_unit(seg);
   if (!mm_bitmap_test(mm_registry_mapped, unit)) {
-    if (mm_bitmap_test(mm_registry_freed, unit)) mm_fatal_pointer(words->freed, p);
-    mm_fatal_pointer(words->invalid, p);
+    if (mm_bitmap_test(mm_registry_freed, unit)) _mm_fatal_pointer(words->freed, p);
+    _mm_fatal_pointer(words->invalid, p);
   }
   if (seg->kind == MM_SEGMENT_LARGE) {
-    if ((uintptr_t)p != (uintptr_t)seg + seg->block_offset) mm_fatal_pointer(words->invalid, p);
+    if ((uintptr_t)p != (uintptr_t)seg + seg->block_offset) _mm_fatal_pointer(words->invalid, p);
     return seg;
   }
-  if (seg->heap == NULL || (uintptr_t)p - (uintptr_t)seg < MM_SEGMENT_HEADER_SIZE) mm_fatal_pointer(words->invalid, p);
+  if (seg->heap == NULL || (uintptr_t)p - (uintptr_t)seg < MM_SEGMENT_HEADER_SIZE) _mm_fatal_pointer(words->invalid, p);
   if (seg->kind == MM_SEGMENT_SPAN) {
     /* runs start on units; the bitmap tells a live one from anything else */
-    if (((uintptr_t)p & (MM_SPAN_UNIT - 1)) != 0) mm_fatal_pointer(words->invalid, p);
+    if (((uintptr_t)p & (MM_SPAN_UNIT - 1)) != 0) _mm_fatal_pointer(words->invalid, p);
   } else {
     mm_page_t *page = mm_segment_page_of(seg, p);
     uintptr_t offset = (uintptr_t)p - (uintptr_t)page->start;
     if (page->block_size == 0 || (uintptr_t)p < (uintptr_t)page->start || offset / page->stride >= page->capacity ||
         (offset % page->stride != 0 && !page->has_aligned) || offset % page->stride >= page->block_size)
-      mm_fatal_pointer(words->invalid, p);
+      _mm_fatal_pointer(words->invalid, p);
   }
   size_t bit = mm_checked_bit(seg, p);
   bool live = release ? mm_bitmap_clear(mm_checked_bits(seg), bit) : mm_bitmap_test(mm_checked_bits(seg), bit);
-  if (!live) mm_fatal_pointer(words->freed, p);
+  if (!live) _mm_fatal_pointer(words->freed, p);
   return seg;
 }
 
 /* Frees p, or aborts with a message unless it is a live block of ours. */
-void mm_checked_free(void *p) {
+void _mm_checked_free(void *p) {
   if (p == NULL) return;
   mm_segment_t *seg = mm_checked_validate(p, true, &mm_checked_free_words);
-  mm_free_generic(seg, mm_segment_page_of(seg, p), p);
+  _mm_free_generic(seg, mm_segment_page_of(seg, p), p);
 }
 
 /* Aborts with a message unless p (not NULL) is a live block of ours. */
-void mm_checked_realloc(const void *p) {
+void _mm_checked_realloc(const void *p) {
   mm_checked_validate(p, false, &mm_checked_realloc_words);
 }

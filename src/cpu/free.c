@@ -9,31 +9,31 @@
 /* A block of `size_class` left the freeing thread's count. */
 static void mm_free_count_remote(mm_heap_t *heap, unsigned size_class) {
   /* a thread that only frees gets a heap too, to count in without sharing */
-  if (heap == &mm_heap_empty) heap = mm_thread_init_on_free();
+  if (heap == &_mm_heap_empty) heap = _mm_thread_init_on_free();
   if (heap != NULL) heap->stats.blocks[size_class]--;
-  else mm_stats_orphan_free(size_class);
+  else _mm_stats_orphan_free(size_class);
 }
 
 static void mm_free_remote(mm_heap_t *heap, mm_segment_t *seg, mm_page_remote_t *remote, mm_block_t *block) {
   unsigned size_class = remote->size_class; /* the page may be gone after the push */
-  mm_page_free_remote(seg, remote, block);
+  _mm_page_free_remote(seg, remote, block);
   mm_free_count_remote(heap, size_class);
 }
 
 static void mm_free_span(mm_heap_t *heap, mm_segment_t *seg, void *p) {
   if (seg->heap == heap) {
-    mm_span_free(heap, seg, p);
+    _mm_span_free(heap, seg, p);
     return;
   }
-  unsigned size_class = mm_span_block_class(seg, p); /* the run may be gone after the push */
-  mm_span_free_remote(seg, p);
+  unsigned size_class = _mm_span_block_class(seg, p); /* the run may be gone after the push */
+  _mm_span_free_remote(seg, p);
   mm_free_count_remote(heap, size_class);
 }
 
-void mm_free_generic(mm_segment_t *seg, mm_page_t *page, void *p) {
-  mm_heap_t *heap = mm_heap_tls;
+void _mm_free_generic(mm_segment_t *seg, mm_page_t *page, void *p) {
+  mm_heap_t *heap = _mm_heap_tls;
   if (seg->kind == MM_SEGMENT_LARGE) {
-    mm_large_free(seg);
+    _mm_large_free(seg);
     return;
   }
   if (seg->kind == MM_SEGMENT_SPAN) {
@@ -42,7 +42,7 @@ void mm_free_generic(mm_segment_t *seg, mm_page_t *page, void *p) {
   }
   if (seg->heap == heap) {
     if (page->has_aligned) p = mm_page_block_of(page, p);
-    mm_page_free_local_slow(seg, page, (mm_block_t *)p);
+    _mm_page_free_local_slow(seg, page, (mm_block_t *)p);
     return;
   }
   /* another thread's block: its page's remote side only, but for an inner

@@ -2,12 +2,12 @@
  *
  * Nothing here allocates through malloc, so the first malloc of the process
  * (possibly from the dynamic loader or libc itself, under LD_PRELOAD) can
- * initialise everything.  A thread starts on mm_heap_empty, whose direct
+ * initialise everything.  A thread starts on _mm_heap_empty, whose direct
  * entries all name an empty page: its first malloc falls to the slow path,
  * which gives it a heap; its frees take the remote path until then.  When
  * the thread exits, a pthread key destructor collects the heap (keeping the
  * one warm page per class that a running heap keeps, for the thread that
- * adopts it next), puts the thread back on mm_heap_empty (so frees from
+ * adopts it next), puts the thread back on _mm_heap_empty (so frees from
  * later TLS destructors still work) and orphans the heap.
  *
  * It also counts the threads that have a heap (pages shrink only while few
@@ -21,14 +21,14 @@
 
 #include "internal.h"
 
-const mm_page_t mm_page_empty;
+const mm_page_t _mm_page_empty;
 
-mm_heap_t mm_heap_empty = {
-  .direct = {[0 ... MM_DIRECT_COUNT - 1] = (mm_page_t *)&mm_page_empty},
-  .direct_wide = {[0 ... MM_DIRECT_WIDE_COUNT - 1] = (mm_page_t *)&mm_page_empty},
+mm_heap_t _mm_heap_empty = {
+  .direct = {[0 ... MM_DIRECT_COUNT - 1] = (mm_page_t *)&_mm_page_empty},
+  .direct_wide = {[0 ... MM_DIRECT_WIDE_COUNT - 1] = (mm_page_t *)&_mm_page_empty},
 };
 
-__thread mm_heap_t *mm_heap_tls __attribute__((tls_model("initial-exec"))) = &mm_heap_empty;
+__thread mm_heap_t *_mm_heap_tls __attribute__((tls_model("initial-exec"))) = &_mm_heap_empty;
 
 /* Set once the thread's heap was torn down, so that frees from later TLS
  * destructors do not give the dying thread a new heap. */
@@ -43,32 +43,32 @@ static pthread_key_t mm_thread_key;
 static void mm_thread_done(void *value) {
   mm_heap_t *heap = value;
   mm_thread_exited = true;
-  mm_heap_collect(heap, false);
-  mm_heap_tls = &mm_heap_empty;
-  mm_heap_release(heap);
+  _mm_heap_collect(heap, false);
+  _mm_heap_tls = &_mm_heap_empty;
+  _mm_heap_release(heap);
   mm_atomic_fetch_add(&mm_threads, (uintptr_t)-1);
 }
 
 /* In a child only the forking thread runs. */
 static void mm_fork_child(void) {
-  mm_atomic_store_relaxed(&mm_threads, mm_heap_tls != &mm_heap_empty);
+  mm_atomic_store_relaxed(&mm_threads, _mm_heap_tls != &_mm_heap_empty);
 }
 
 static void mm_process_init(void) {
-  mm_options_init();
-  mm_checked_init();
-  mm_segment_cache_init();
-  mm_heaps_init();
+  _mm_options_init();
+  _mm_checked_init();
+  _mm_segment_cache_init();
+  _mm_heaps_init();
   pthread_key_create(&mm_thread_key, mm_thread_done);
 }
 
 /* Gives the calling thread a heap; NULL (errno ENOMEM) when there is no
- * memory for one, in which case the thread stays on mm_heap_empty. */
-mm_heap_t *mm_thread_init(void) {
+ * memory for one, in which case the thread stays on _mm_heap_empty. */
+mm_heap_t *_mm_thread_init(void) {
   pthread_once(&mm_process_once, mm_process_init);
-  mm_heap_t *heap = mm_heap_acquire();
+  mm_heap_t *heap = _mm_heap_acquire();
   if (heap == NULL) return NULL;
-  mm_heap_tls = heap;
+  _mm_heap_tls = heap;
   pthread_setspecific(mm_thread_key, heap);
   mm_atomic_fetch_add(&mm_threads, 1);
   return heap;
@@ -76,16 +76,16 @@ mm_heap_t *mm_thread_init(void) {
 
 /* Whether at most MANYMALLOC_SHRINK_THREADS threads have a heap now: only
  * then do pages shrink (purge.c). */
-bool mm_few_threads(void) {
-  return mm_atomic_load_relaxed(&mm_threads) <= mm_options.shrink_threads;
+bool _mm_few_threads(void) {
+  return mm_atomic_load_relaxed(&mm_threads) <= _mm_options.shrink_threads;
 }
 
 /* A heap for a thread whose first call is a free; NULL after its exit.
  * It adopts like any other: threads that free first and then malloc (a
  * generation taking over its predecessor's blocks) must find the
  * orphans' memory. */
-mm_heap_t *mm_thread_init_on_free(void) {
-  return mm_thread_exited ? NULL : mm_thread_init();
+mm_heap_t *_mm_thread_init_on_free(void) {
+  return mm_thread_exited ? NULL : _mm_thread_init();
 }
 
 /* Also at load time, so that options (checked mode) hold even for a free
@@ -98,7 +98,7 @@ __attribute__((constructor)) static void mm_process_start(void) {
 }
 
 __attribute__((destructor)) static void mm_process_done(void) {
-  if (mm_options.verbose) mm_stats_print(stderr);
+  if (_mm_options.verbose) mm_stats_print(stderr);
 }
 
 /* Everything free that the OS can take: the calling thread's empty pages
@@ -107,9 +107,9 @@ __attribute__((destructor)) static void mm_process_done(void) {
  * mappings.  Free blocks inside pages in use stay (the heap's shrinking at
  * its peak gives those back). */
 MM_EXPORT size_t mm_collect(void) {
-  size_t before = mm_os_released_by_thread;
-  mm_heap_t *heap = mm_heap_tls;
-  if (heap != &mm_heap_empty) mm_heap_collect(heap, true);
-  mm_purge_caches();
-  return mm_os_released_by_thread - before;
+  size_t before = _mm_os_released_by_thread;
+  mm_heap_t *heap = _mm_heap_tls;
+  if (heap != &_mm_heap_empty) _mm_heap_collect(heap, true);
+  _mm_purge_caches();
+  return _mm_os_released_by_thread - before;
 }

@@ -21,7 +21,7 @@
 /* Invariants checked at run time where MM_ASSERTS is defined: in the
  * sanitizer and debug builds (src/cpu/CMakeLists.txt), never in Release. */
 #if defined(MM_ASSERTS)
-#define MM_ASSERT(cond) (mm_likely(cond) ? (void)0 : mm_assert_fail(#cond, __FILE__, __LINE__))
+#define MM_ASSERT(cond) (mm_likely(cond) ? (void)0 : _mm_assert_fail(#cond, __FILE__, __LINE__))
 #else
 #define MM_ASSERT(cond) ((void)0)
 #endif
@@ -38,69 +38,69 @@ typedef struct mm_options_s {
   size_t segment_cache;  /* MANYMALLOC_SEGMENT_CACHE: empty segments kept mapped */
   bool large_hugepages;  /* MANYMALLOC_LARGE_HUGEPAGES: advise large blocks' mappings for transparent huge pages */
 } mm_options_t;
-extern mm_options_t mm_options;
-void mm_options_init(void);
+extern mm_options_t _mm_options;
+void _mm_options_init(void);
 
 /* ---- os.c: the only calls to mmap/munmap/madvise/mremap ---- */
-void *mm_os_alloc(size_t size);
-void *mm_os_alloc_aligned(size_t size, size_t alignment, size_t offset);
-void *mm_os_reserve(size_t size);
-void  mm_os_free(void *p, size_t size);
-void  mm_os_purge(void *p, size_t size);
-void  mm_os_advise_hugepages(void *p, size_t size);
-extern __thread size_t mm_os_released_by_thread; /* bytes this thread unmapped or purged (mm_collect) */
-bool  mm_os_resize(void *p, size_t old_size, size_t new_size);
-uint64_t mm_os_clock_ms(void);
-void *mm_os_move_aligned(void *p, size_t old_size, size_t new_size, size_t alignment);
+void *_mm_os_alloc(size_t size);
+void *_mm_os_alloc_aligned(size_t size, size_t alignment, size_t offset);
+void *_mm_os_reserve(size_t size);
+void  _mm_os_free(void *p, size_t size);
+void  _mm_os_purge(void *p, size_t size);
+void  _mm_os_advise_hugepages(void *p, size_t size);
+extern __thread size_t _mm_os_released_by_thread; /* bytes this thread unmapped or purged (mm_collect) */
+bool  _mm_os_resize(void *p, size_t old_size, size_t new_size);
+uint64_t _mm_os_clock_ms(void);
+void *_mm_os_move_aligned(void *p, size_t old_size, size_t new_size, size_t alignment);
 
 /* ---- init.c ---- */
-extern __thread mm_heap_t *mm_heap_tls __attribute__((tls_model("initial-exec")));
-extern mm_heap_t mm_heap_empty;
-extern const mm_page_t mm_page_empty;
-mm_heap_t *mm_thread_init(void);
-mm_heap_t *mm_thread_init_on_free(void);
-bool mm_few_threads(void);
+extern __thread mm_heap_t *_mm_heap_tls __attribute__((tls_model("initial-exec")));
+extern mm_heap_t _mm_heap_empty;
+extern const mm_page_t _mm_page_empty;
+mm_heap_t *_mm_thread_init(void);
+mm_heap_t *_mm_thread_init_on_free(void);
+bool _mm_few_threads(void);
 
 /* ---- heap.c ---- */
-mm_heap_t *mm_heap_acquire(void);
-void mm_heap_release(mm_heap_t *heap);
-void mm_heap_collect(mm_heap_t *heap, bool release_all);
-void mm_heap_delayed_drain(mm_heap_t *heap);
-void mm_heap_delayed_push(mm_heap_t *heap, mm_block_t *block);
-mm_page_t *mm_heap_find_page(mm_heap_t *heap, unsigned size_class);
-void mm_heap_queue_remove(mm_heap_t *heap, mm_page_t *page);
-void mm_heap_queue_push_front(mm_heap_t *heap, mm_page_t *page);
-void mm_heap_page_unfull(mm_heap_t *heap, mm_page_t *page);
-void mm_heap_direct_follow(mm_heap_t *heap, unsigned size_class, mm_page_t *page);
-void mm_heaps_init(void);
-extern mm_heap_t *mm_heaps_all;
+mm_heap_t *_mm_heap_acquire(void);
+void _mm_heap_release(mm_heap_t *heap);
+void _mm_heap_collect(mm_heap_t *heap, bool release_all);
+void _mm_heap_delayed_drain(mm_heap_t *heap);
+void _mm_heap_delayed_push(mm_heap_t *heap, mm_block_t *block);
+mm_page_t *_mm_heap_find_page(mm_heap_t *heap, unsigned size_class);
+void _mm_heap_queue_remove(mm_heap_t *heap, mm_page_t *page);
+void _mm_heap_queue_push_front(mm_heap_t *heap, mm_page_t *page);
+void _mm_heap_page_unfull(mm_heap_t *heap, mm_page_t *page);
+void _mm_heap_direct_follow(mm_heap_t *heap, unsigned size_class, mm_page_t *page);
+void _mm_heaps_init(void);
+extern mm_heap_t *_mm_heaps_all;
 
 /* ---- page.c ---- */
-void mm_page_init(mm_page_t *page, mm_segment_t *seg, unsigned size_class);
-void mm_page_collect(mm_page_t *page);
-bool mm_page_extend(mm_page_t *page);
-bool mm_page_try_mark_full(mm_page_t *page);
-bool mm_page_try_clear_delayed(mm_page_t *page);
-void mm_page_retire(mm_page_t *page);
-void mm_heap_release_spares(mm_heap_t *heap);
-void mm_page_free_remote(mm_segment_t *seg, mm_page_remote_t *remote, mm_block_t *block);
-void mm_page_free_local_slow(mm_segment_t *seg, mm_page_t *page, mm_block_t *block);
+void _mm_page_init(mm_page_t *page, mm_segment_t *seg, unsigned size_class);
+void _mm_page_collect(mm_page_t *page);
+bool _mm_page_extend(mm_page_t *page);
+bool _mm_page_try_mark_full(mm_page_t *page);
+bool _mm_page_try_clear_delayed(mm_page_t *page);
+void _mm_page_retire(mm_page_t *page);
+void _mm_heap_release_spares(mm_heap_t *heap);
+void _mm_page_free_remote(mm_segment_t *seg, mm_page_remote_t *remote, mm_block_t *block);
+void _mm_page_free_local_slow(mm_segment_t *seg, mm_page_t *page, mm_block_t *block);
 
 /* ---- purge.c: what goes back to the OS, and when ---- */
 #define MM_GROWN_BATCH 8      /* 4 KiB units of growth per give-back */
 #define MM_NEAR_HIGH   4      /* faulting in again counts as growth within 1/4 of the most bytes in use */
 #define MM_RISING_CALLS 8     /* ... while that most rose within the last 8 give-backs */
 #define MM_SHRINK_EMPTY_MIN 3 /* OS pages an empty page must hold to give them back */
-void mm_purge_grown(mm_heap_t *heap, size_t units);
-void mm_purge_refaulted(mm_heap_t *heap, size_t units);
-void mm_purge_growth(mm_heap_t *heap);
-void mm_purge_page_emptied(mm_page_t *page);
-void mm_purge_schedule(mm_heap_t *heap, uint64_t at);
-void mm_purge_warm_schedule(uint64_t at);
-void mm_purge_expired(mm_heap_t *heap, uint64_t now);
-void mm_purge_collect(mm_heap_t *heap, bool release_all);
-void mm_purge_caches(void);
-extern uintptr_t mm_purge_warm_due; /* ms: exited threads' segments or cached large mappings next due to go back; 0: none */
+void _mm_purge_grown(mm_heap_t *heap, size_t units);
+void _mm_purge_refaulted(mm_heap_t *heap, size_t units);
+void _mm_purge_growth(mm_heap_t *heap);
+void _mm_purge_page_emptied(mm_page_t *page);
+void _mm_purge_schedule(mm_heap_t *heap, uint64_t at);
+void _mm_purge_warm_schedule(uint64_t at);
+void _mm_purge_expired(mm_heap_t *heap, uint64_t now);
+void _mm_purge_collect(mm_heap_t *heap, bool release_all);
+void _mm_purge_caches(void);
+extern uintptr_t _mm_purge_warm_due; /* ms: exited threads' segments or cached large mappings next due to go back; 0: none */
 
 /* Whether a batch of growth (or faults) waits to be matched. */
 static inline bool mm_purge_growth_due(const mm_heap_t *heap) {
@@ -109,81 +109,81 @@ static inline bool mm_purge_growth_due(const mm_heap_t *heap) {
 
 /* Whether some memory, the heap's or the process's, waits for its delay. */
 static inline bool mm_purge_any_due(const mm_heap_t *heap) {
-  return heap->purge.due != 0 || mm_atomic_load_relaxed(&mm_purge_warm_due) != 0;
+  return heap->purge.due != 0 || mm_atomic_load_relaxed(&_mm_purge_warm_due) != 0;
 }
 
 /* When memory left unused at `now` may go back (MANYMALLOC_PURGE_DELAY). */
 static inline uint64_t mm_purge_delay_end(uint64_t now) {
-  return now + mm_options.purge_delay;
+  return now + _mm_options.purge_delay;
 }
 
 /* ---- shrink.c ---- */
-size_t mm_heap_shrink_pages(mm_heap_t *heap, size_t units);
-bool mm_page_unshrink(mm_page_t *page);
-size_t mm_page_resident_units(const mm_page_t *page);
-void mm_page_shrink_all(mm_page_t *page);
-void mm_page_shrunk_reset(mm_page_t *page);
+size_t _mm_heap_shrink_pages(mm_heap_t *heap, size_t units);
+bool _mm_page_unshrink(mm_page_t *page);
+size_t _mm_page_resident_units(const mm_page_t *page);
+void _mm_page_shrink_all(mm_page_t *page);
+void _mm_page_shrunk_reset(mm_page_t *page);
 
 /* ---- segment.c ---- */
-unsigned mm_segment_kind_for(unsigned size_class);
-mm_segment_t *mm_segment_alloc(mm_heap_t *heap, unsigned kind);
-size_t mm_segment_purge_free_slots(mm_heap_t *heap, size_t units);
-size_t mm_segment_purge_slot(mm_segment_t *seg, unsigned index);
-void mm_segment_free(mm_heap_t *heap, mm_segment_t *seg);
-mm_page_t *mm_segment_page_alloc(mm_heap_t *heap, unsigned size_class);
-void mm_segment_page_free(mm_heap_t *heap, mm_page_t *page);
-void mm_segment_cache_init(void);
-void mm_segment_cache_purge(void);
-void mm_segment_purge_expired(mm_heap_t *heap, uint64_t now);
-void mm_segment_retired_release(mm_heap_t *heap);
-bool mm_segment_retired_resident(const mm_heap_t *heap, unsigned kind);
-void mm_segment_retired_hand_over(mm_heap_t *heap);
-void mm_segment_warm_expire(uint64_t now, bool all);
-uint8_t *mm_segment_page_area(const mm_segment_t *seg, size_t index, size_t *size);
+unsigned _mm_segment_kind_for(unsigned size_class);
+mm_segment_t *_mm_segment_alloc(mm_heap_t *heap, unsigned kind);
+size_t _mm_segment_purge_free_slots(mm_heap_t *heap, size_t units);
+size_t _mm_segment_purge_slot(mm_segment_t *seg, unsigned index);
+void _mm_segment_free(mm_heap_t *heap, mm_segment_t *seg);
+mm_page_t *_mm_segment_page_alloc(mm_heap_t *heap, unsigned size_class);
+void _mm_segment_page_free(mm_heap_t *heap, mm_page_t *page);
+void _mm_segment_cache_init(void);
+void _mm_segment_cache_purge(void);
+void _mm_segment_purge_expired(mm_heap_t *heap, uint64_t now);
+void _mm_segment_retired_release(mm_heap_t *heap);
+bool _mm_segment_retired_resident(const mm_heap_t *heap, unsigned kind);
+void _mm_segment_retired_hand_over(mm_heap_t *heap);
+void _mm_segment_warm_expire(uint64_t now, bool all);
+uint8_t *_mm_segment_page_area(const mm_segment_t *seg, size_t index, size_t *size);
 
 /* ---- span.c ---- */
-void *mm_span_alloc(mm_heap_t *heap, size_t size, size_t alignment);
-void mm_span_free(mm_heap_t *heap, mm_segment_t *seg, void *p);
-void mm_span_free_remote(mm_segment_t *seg, void *p);
-unsigned mm_span_block_class(mm_segment_t *seg, const void *p);
-bool mm_span_resize(mm_segment_t *seg, void *p, size_t size);
-size_t mm_span_usable_size(mm_segment_t *seg, const void *p);
-void mm_span_collect(mm_heap_t *heap);
-size_t mm_span_purge(mm_heap_t *heap, size_t units, bool whole_runs);
-void mm_span_purge_expired(mm_heap_t *heap, uint64_t now);
+void *_mm_span_alloc(mm_heap_t *heap, size_t size, size_t alignment);
+void _mm_span_free(mm_heap_t *heap, mm_segment_t *seg, void *p);
+void _mm_span_free_remote(mm_segment_t *seg, void *p);
+unsigned _mm_span_block_class(mm_segment_t *seg, const void *p);
+bool _mm_span_resize(mm_segment_t *seg, void *p, size_t size);
+size_t _mm_span_usable_size(mm_segment_t *seg, const void *p);
+void _mm_span_collect(mm_heap_t *heap);
+size_t _mm_span_purge(mm_heap_t *heap, size_t units, bool whole_runs);
+void _mm_span_purge_expired(mm_heap_t *heap, uint64_t now);
 
 /* ---- large.c ---- */
-void *mm_large_alloc(size_t size, size_t alignment, bool zero);
-void mm_large_cache_purge(void);
-void mm_large_free(mm_segment_t *seg);
-void mm_large_cache_expire(uint64_t now);
-void *mm_large_realloc(mm_segment_t *seg, void *p, size_t size);
+void *_mm_large_alloc(size_t size, size_t alignment, bool zero);
+void _mm_large_cache_purge(void);
+void _mm_large_free(mm_segment_t *seg);
+void _mm_large_cache_expire(uint64_t now);
+void *_mm_large_realloc(mm_segment_t *seg, void *p, size_t size);
 
 /* ---- alloc.c / free.c slow paths ---- */
-void *mm_malloc_generic(mm_heap_t *heap, size_t size) MM_NOINLINE;
-void mm_free_generic(mm_segment_t *seg, mm_page_t *page, void *p) MM_NOINLINE;
-void *mm_malloc_aligned(size_t size, size_t alignment);
-size_t mm_usable_size(const void *p);
+void *_mm_malloc_generic(mm_heap_t *heap, size_t size) MM_NOINLINE;
+void _mm_free_generic(mm_segment_t *seg, mm_page_t *page, void *p) MM_NOINLINE;
+void *_mm_malloc_aligned(size_t size, size_t alignment);
+size_t _mm_usable_size(const void *p);
 
 /* ---- checked.c ---- */
-void mm_checked_init(void);
-void mm_checked_on_map(mm_segment_t *seg);
-void mm_checked_on_unmap(mm_segment_t *seg, bool large_block);
-void mm_checked_on_malloc(mm_segment_t *seg, void *p);
-void mm_checked_on_aligned(mm_segment_t *seg, void *block, void *p);
-void mm_checked_free(void *p);
-void mm_checked_realloc(const void *p);
-void mm_fatal_pointer(const char *what, const void *p) __attribute__((noreturn));
-void mm_assert_fail(const char *cond, const char *file, int line) __attribute__((noreturn));
+void _mm_checked_init(void);
+void _mm_checked_on_map(mm_segment_t *seg);
+void _mm_checked_on_unmap(mm_segment_t *seg, bool large_block);
+void _mm_checked_on_malloc(mm_segment_t *seg, void *p);
+void _mm_checked_on_aligned(mm_segment_t *seg, void *block, void *p);
+void _mm_checked_free(void *p);
+void _mm_checked_realloc(const void *p);
+void _mm_fatal_pointer(const char *what, const void *p) __attribute__((noreturn));
+void _mm_assert_fail(const char *cond, const char *file, int line) __attribute__((noreturn));
 
 /* ---- stats.c ---- */
-void mm_stats_mapped(intptr_t bytes);
-void mm_stats_segments(intptr_t count);
-void mm_stats_large(intptr_t count, intptr_t bytes);
-size_t mm_stats_large_bytes(void);
-void mm_stats_orphan_free(unsigned size_class);
-void mm_stats_update_peak(void);
-void mm_stats_count_heap(mm_heap_t *heap);
+void _mm_stats_mapped(intptr_t bytes);
+void _mm_stats_segments(intptr_t count);
+void _mm_stats_large(intptr_t count, intptr_t bytes);
+size_t _mm_stats_large_bytes(void);
+void _mm_stats_orphan_free(unsigned size_class);
+void _mm_stats_update_peak(void);
+void _mm_stats_count_heap(mm_heap_t *heap);
 
 /* Adds the change of a page's live blocks since it was last counted to its
  * heap's statistics: the fast paths change only page->used. */
@@ -265,7 +265,7 @@ static inline mm_delayed_t mm_xthread_tag(uintptr_t x) { return (mm_delayed_t)(x
 
 /* ---- the fast paths ---- */
 static inline void *mm_malloc_inline(size_t size) {
-  mm_heap_t *heap = mm_heap_tls;
+  mm_heap_t *heap = _mm_heap_tls;
   if (mm_likely(size <= MM_MEDIUM_BLOCK_MAX)) {
     mm_page_t *page = size <= MM_DIRECT_MAX ? heap->direct[(size + MM_ALIGNMENT - 1) / MM_ALIGNMENT]
                                             : heap->direct_wide[(size + (1u << MM_DIRECT_WIDE_SHIFT) - 1) >> MM_DIRECT_WIDE_SHIFT];
@@ -278,27 +278,27 @@ static inline void *mm_malloc_inline(size_t size) {
       return block;
     }
   }
-  return mm_malloc_generic(heap, size);
+  return _mm_malloc_generic(heap, size);
 }
 
 static inline void mm_free_inline(void *p) {
-  if (mm_unlikely(mm_options.checked)) {
-    mm_checked_free(p); /* validates before anything reads the pointer's header */
+  if (mm_unlikely(_mm_options.checked)) {
+    _mm_checked_free(p); /* validates before anything reads the pointer's header */
     return;
   }
   if (mm_unlikely(p == NULL)) return;
   mm_segment_t *seg = mm_segment_of(p);
   mm_page_t *page = mm_segment_page_of(seg, p);
-  mm_heap_t *heap = mm_heap_tls;
+  mm_heap_t *heap = _mm_heap_tls;
   if (mm_likely(seg->heap == heap && page->flags == 0)) {
     mm_block_t *block = (mm_block_t *)p;
     MM_ASSERT(page->used > 0 && mm_page_holds_block(page, block));
     block->next = page->free;
     page->free = block;
-    if (mm_unlikely(--page->used == 0)) mm_page_retire(page);
+    if (mm_unlikely(--page->used == 0)) _mm_page_retire(page);
     return;
   }
-  mm_free_generic(seg, page, p);
+  _mm_free_generic(seg, page, p);
 }
 
 #endif /* MM_CPU_INTERNAL_H */

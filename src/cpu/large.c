@@ -133,7 +133,7 @@ static bool mm_large_cache_put(uintptr_t entry) {
  * delay is over would stall the thread that happens to do it for as long. */
 static size_t mm_large_cache_room(size_t in_use, size_t size) {
   size_t room = in_use / MM_LARGE_CACHE_SHARE;
-  if (mm_few_threads() || size > MM_LARGE_BULK_MAX) return room;
+  if (_mm_few_threads() || size > MM_LARGE_BULK_MAX) return room;
   size_t peak = mm_atomic_load_relaxed(&mm_large_peak);
   size_t held = peak + peak / MM_LARGE_PEAK_SLACK;
   return held > in_use && held - in_use > room ? held - in_use : room;
@@ -151,14 +151,14 @@ static void mm_large_peak_lower(size_t bytes) {
  * room, the smallest first: a big mapping serves more blocks (cut, or taken
  * whole) than the small ones that cuts leave. */
 static bool mm_large_cache_push(mm_segment_t *seg) {
-  size_t size = seg->mapped_size, room = mm_large_cache_room(mm_stats_large_bytes(), size);
+  size_t size = seg->mapped_size, room = mm_large_cache_room(_mm_stats_large_bytes(), size);
   if (size / MM_OS_PAGE_SIZE > MM_LARGE_PAGES_MAX) return false; /* not in an entry */
   if (size > MM_LARGE_CACHE_SMALL && size > room) return false;
   size_t bound = room > MM_LARGE_CACHE_BYTES ? room : MM_LARGE_CACHE_BYTES;
   while (mm_atomic_load_relaxed(&mm_large_cached_bytes) + size > bound) {
     mm_segment_t *smaller = mm_large_cache_smallest_below(size);
     if (smaller == NULL) break;
-    mm_os_free(smaller, smaller->mapped_size);
+    _mm_os_free(smaller, smaller->mapped_size);
   }
   if (mm_atomic_fetch_add(&mm_large_cached_bytes, size) + size <= bound &&
       mm_large_cache_put((uintptr_t)seg | (size / MM_OS_PAGE_SIZE)))
@@ -184,11 +184,11 @@ static mm_segment_t *mm_large_cache_best(size_t mapped) {
 }
 
 /* Returns every cached mapping to the OS. */
-void mm_large_cache_purge(void) {
+void _mm_large_cache_purge(void) {
   size_t used = mm_atomic_load_relaxed(&mm_large_cache_used);
   for (size_t i = 0; i < used; i++) {
     mm_segment_t *seg = mm_large_cache_take_any(i);
-    if (seg != NULL) mm_os_free(seg, seg->mapped_size);
+    if (seg != NULL) _mm_os_free(seg, seg->mapped_size);
   }
 }
 
@@ -202,8 +202,8 @@ static bool mm_large_keeps(size_t have, size_t want) {
  * pages moved by mremap (no copy); NULL, the mapping as it was, when
  * neither works. */
 static mm_segment_t *mm_large_remap(mm_segment_t *seg, size_t mapped) {
-  if (!mm_os_resize(seg, seg->mapped_size, mapped)) {
-    seg = mm_os_move_aligned(seg, seg->mapped_size, mapped, MM_SEGMENT_SIZE);
+  if (!_mm_os_resize(seg, seg->mapped_size, mapped)) {
+    seg = _mm_os_move_aligned(seg, seg->mapped_size, mapped, MM_SEGMENT_SIZE);
     if (seg == NULL) return NULL;
   }
   seg->mapped_size = mapped;
@@ -217,16 +217,16 @@ static mm_segment_t *mm_large_remap(mm_segment_t *seg, size_t mapped) {
  * than twice its size, else back to the OS.  NULL when no boundary lies
  * inside the mapping past the block.  Of the rest's header only its size
  * and purge time are written here, over the freed block's bytes; the
- * block that takes it writes the others (mm_large_alloc). */
+ * block that takes it writes the others (_mm_large_alloc). */
 static mm_segment_t *mm_large_split(mm_segment_t *seg, size_t mapped) {
   size_t front = (mapped + MM_SEGMENT_MASK) & ~MM_SEGMENT_MASK;
   if (front >= seg->mapped_size) return NULL;
   mm_segment_t *rest = (mm_segment_t *)((uint8_t *)seg + front);
   rest->mapped_size = seg->mapped_size - front;
   rest->purge_at = seg->purge_at;
-  if (!mm_large_cache_push(rest)) mm_os_free(rest, rest->mapped_size);
+  if (!mm_large_cache_push(rest)) _mm_os_free(rest, rest->mapped_size);
   size_t kept = mm_large_keeps(front, mapped) ? front : mapped;
-  if (kept < front) mm_os_free((uint8_t *)seg + kept, front - kept);
+  if (kept < front) _mm_os_free((uint8_t *)seg + kept, front - kept);
   seg->mapped_size = kept;
   return seg;
 }
@@ -253,7 +253,7 @@ static mm_segment_t *mm_large_reuse(size_t mapped) {
   mm_segment_t *split = mm_large_split(seg, mapped);
   if (split != NULL) return split;
   mm_segment_t *resized = mm_large_remap(seg, mapped);
-  if (resized == NULL) mm_os_free(seg, seg->mapped_size);
+  if (resized == NULL) _mm_os_free(seg, seg->mapped_size);
   return resized;
 }
 
@@ -265,7 +265,7 @@ static size_t mm_large_mapping(size_t offset, size_t size) {
 }
 
 /* A block of `size` bytes at `alignment`; zeroed if `zero`. */
-void *mm_large_alloc(size_t size, size_t alignment, bool zero) {
+void *_mm_large_alloc(size_t size, size_t alignment, bool zero) {
   uintptr_t offset = alignment <= MM_LARGE_OFFSET ? MM_LARGE_OFFSET
                    : alignment <= MM_SEGMENT_SIZE ? alignment : MM_SEGMENT_SIZE;
   /* a block of 0 bytes still gets an OS page, so that it lies inside its mapping */
@@ -279,10 +279,10 @@ void *mm_large_alloc(size_t size, size_t alignment, bool zero) {
   if (seg != NULL) {
     mapped = seg->mapped_size; /* up to twice the block's, taken whole */
   } else {
-    seg = alignment <= MM_SEGMENT_SIZE ? mm_os_alloc_aligned(mapped, MM_SEGMENT_SIZE, 0)
-                                       : mm_os_alloc_aligned(mapped, alignment, MM_SEGMENT_SIZE);
+    seg = alignment <= MM_SEGMENT_SIZE ? _mm_os_alloc_aligned(mapped, MM_SEGMENT_SIZE, 0)
+                                       : _mm_os_alloc_aligned(mapped, alignment, MM_SEGMENT_SIZE);
     if (seg == NULL) return NULL;
-    if (mm_options.large_hugepages && !zero && mapped >= MM_HUGEPAGE_SIZE) mm_os_advise_hugepages(seg, mapped);
+    if (_mm_options.large_hugepages && !zero && mapped >= MM_HUGEPAGE_SIZE) _mm_os_advise_hugepages(seg, mapped);
   }
   seg->heap = NULL; /* a split mapping's rest has a block's old bytes here: free must never match */
   seg->kind = MM_SEGMENT_LARGE;
@@ -290,37 +290,37 @@ void *mm_large_alloc(size_t size, size_t alignment, bool zero) {
   seg->mapped_size = mapped;
   seg->block_offset = offset;
   seg->block_size = mapped - offset;
-  mm_checked_on_map(seg);
-  mm_stats_large(1, (intptr_t)seg->block_size);
-  mm_atomic_raise(&mm_large_peak, mm_stats_large_bytes());
+  _mm_checked_on_map(seg);
+  _mm_stats_large(1, (intptr_t)seg->block_size);
+  mm_atomic_raise(&mm_large_peak, _mm_stats_large_bytes());
   return (uint8_t *)seg + offset;
 }
 
-void mm_large_free(mm_segment_t *seg) {
-  mm_stats_large(-1, -(intptr_t)seg->block_size);
-  mm_checked_on_unmap(seg, true);
+void _mm_large_free(mm_segment_t *seg) {
+  _mm_stats_large(-1, -(intptr_t)seg->block_size);
+  _mm_checked_on_unmap(seg, true);
   if (seg->block_offset == MM_LARGE_OFFSET) {
-    if (mm_options.purge) seg->purge_at = mm_purge_delay_end(mm_os_clock_ms()); /* before another thread may pop it */
+    if (_mm_options.purge) seg->purge_at = mm_purge_delay_end(_mm_os_clock_ms()); /* before another thread may pop it */
     if (mm_large_cache_push(seg)) {
-      if (mm_options.purge) mm_purge_warm_schedule(seg->purge_at);
+      if (_mm_options.purge) _mm_purge_warm_schedule(seg->purge_at);
       return;
     }
   }
-  mm_os_free(seg, seg->mapped_size);
+  _mm_os_free(seg, seg->mapped_size);
 }
 
 /* Returns the cached mappings whose delay is over at `now` to the OS;
- * called once mm_purge_warm_due has come (purge.c). */
-void mm_large_cache_expire(uint64_t now) {
+ * called once _mm_purge_warm_due has come (purge.c). */
+void _mm_large_cache_expire(uint64_t now) {
   size_t used = mm_atomic_load_relaxed(&mm_large_cache_used), released = 0;
   for (size_t i = 0; i < used; i++) {
     mm_segment_t *seg = mm_large_cache_take_any(i);
     if (seg == NULL) continue;
     if (seg->purge_at <= now || !mm_large_cache_push(seg)) {
       released += seg->mapped_size;
-      mm_os_free(seg, seg->mapped_size);
+      _mm_os_free(seg, seg->mapped_size);
     } else {
-      mm_purge_warm_schedule(seg->purge_at);
+      _mm_purge_warm_schedule(seg->purge_at);
     }
   }
   mm_large_peak_lower(released);
@@ -332,7 +332,7 @@ void mm_large_cache_expire(uint64_t now) {
  * program gave part of the block other flags (madvise, mprotect), which
  * splits the mapping into kernel mappings that mremap does not take as one
  * (EFAULT); realloc then copies the block, as glibc does. */
-void *mm_large_realloc(mm_segment_t *seg, void *p, size_t size) {
+void *_mm_large_realloc(mm_segment_t *seg, void *p, size_t size) {
   if (mm_large_keeps(seg->block_size, size)) return p;
   size_t mapped = mm_large_mapping(seg->block_offset, size);
   if (mapped == 0) {
@@ -342,12 +342,12 @@ void *mm_large_realloc(mm_segment_t *seg, void *p, size_t size) {
   size_t old_block = seg->block_size;
   /* out of the checked-mode registry before the pages move: once they have,
      another thread's new mapping may start at this address */
-  mm_checked_on_unmap(seg, false);
+  _mm_checked_on_unmap(seg, false);
   mm_segment_t *resized = mm_large_remap(seg, mapped);
-  mm_checked_on_map(resized != NULL ? resized : seg);
+  _mm_checked_on_map(resized != NULL ? resized : seg);
   if (resized == NULL) return NULL;
   seg = resized;
   seg->block_size = mapped - seg->block_offset;
-  mm_stats_large(0, (intptr_t)seg->block_size - (intptr_t)old_block);
+  _mm_stats_large(0, (intptr_t)seg->block_size - (intptr_t)old_block);
   return (uint8_t *)seg + seg->block_offset;
 }

@@ -6,7 +6,7 @@
 
 #include "internal.h"
 
-mm_options_t mm_options = {
+mm_options_t _mm_options = {
   .verbose = false,
   .checked = false,
   .purge = true,
@@ -34,14 +34,14 @@ static bool mm_option_flag(const char *name, bool fallback) {
   return !(s[0] == '0' || s[0] == 'n' || s[0] == 'N' || s[0] == 'f' || s[0] == 'F');
 }
 
-void mm_options_init(void) {
-  mm_options.verbose = mm_option_flag("MANYMALLOC_VERBOSE", mm_options.verbose);
-  mm_options.checked = mm_option_flag("MANYMALLOC_CHECKED", mm_options.checked);
-  mm_options.purge = mm_option_flag("MANYMALLOC_PURGE", mm_options.purge);
-  mm_options.shrink = mm_options.purge && mm_option_flag("MANYMALLOC_SHRINK", mm_options.shrink);
-  mm_options.shrink_threads = mm_option_number("MANYMALLOC_SHRINK_THREADS", mm_options.shrink_threads, SIZE_MAX);
-  mm_options.shrink_rate = mm_option_number("MANYMALLOC_SHRINK_RATE", mm_options.shrink_rate, SIZE_MAX / 256 / 1000);
-  mm_options.purge_delay = mm_option_number("MANYMALLOC_PURGE_DELAY", mm_options.purge_delay, 3600 * 1000);
-  mm_options.segment_cache = mm_option_number("MANYMALLOC_SEGMENT_CACHE", mm_options.segment_cache, 1024);
-  mm_options.large_hugepages = mm_option_flag("MANYMALLOC_LARGE_HUGEPAGES", mm_options.large_hugepages);
+void _mm_options_init(void) {
+  _mm_options.verbose = mm_option_flag("MANYMALLOC_VERBOSE", _mm_options.verbose);
+  _mm_options.checked = mm_option_flag("MANYMALLOC_CHECKED", _mm_options.checked);
+  _mm_options.purge = mm_option_flag("MANYMALLOC_PURGE", _mm_options.purge);
+  _mm_options.shrink = _mm_options.purge && mm_option_flag("MANYMALLOC_SHRINK", _mm_options.shrink);
+  _mm_options.shrink_threads = mm_option_number("MANYMALLOC_SHRINK_THREADS", _mm_options.shrink_threads, SIZE_MAX);
+  _mm_options.shrink_rate = mm_option_number("MANYMALLOC_SHRINK_RATE", _mm_options.shrink_rate, SIZE_MAX / 256 / 1000);
+  _mm_options.purge_delay = mm_option_number("MANYMALLOC_PURGE_DELAY", _mm_options.purge_delay, 3600 * 1000);
+  _mm_options.segment_cache = mm_option_number("MANYMALLOC_SEGMENT_CACHE", _mm_options.segment_cache, 1024);
+  _mm_options.large_hugepages = mm_option_flag("MANYMALLOC_LARGE_HUGEPAGES", _mm_options.large_hugepages);
 }

@@ -20,15 +20,15 @@ static void *mm_os_map(void *hint, size_t size, int prot, int flags) {
 }
 
 /* Read-write, zeroed memory. */
-void *mm_os_alloc(size_t size) {
+void *_mm_os_alloc(size_t size) {
   void *p = mm_os_map(NULL, size, PROT_READ | PROT_WRITE, 0);
-  if (p != NULL) mm_stats_mapped((intptr_t)size);
+  if (p != NULL) _mm_stats_mapped((intptr_t)size);
   return p;
 }
 
 /* Address space only: pages are committed when first touched, never counted
  * against overcommit (used for the checked-mode registry). */
-void *mm_os_reserve(size_t size) {
+void *_mm_os_reserve(size_t size) {
   return mm_os_map(NULL, size, PROT_READ | PROT_WRITE, MAP_NORESERVE);
 }
 
@@ -57,11 +57,11 @@ static void *mm_os_alloc_hinted(size_t size, size_t alignment) {
 /* `size` bytes at an address p with (p + offset) % alignment == 0
  * (alignment a power of two, a multiple of the OS page): at a hint, or
  * else over-map and trim. */
-void *mm_os_alloc_aligned(size_t size, size_t alignment, size_t offset) {
+void *_mm_os_alloc_aligned(size_t size, size_t alignment, size_t offset) {
   if (offset == 0) {
     void *p = mm_os_alloc_hinted(size, alignment);
     if (p != NULL) {
-      mm_stats_mapped((intptr_t)size);
+      _mm_stats_mapped((intptr_t)size);
       return p;
     }
   }
@@ -79,28 +79,28 @@ void *mm_os_alloc_aligned(size_t size, size_t alignment, size_t offset) {
   size_t tail = over - head - size;
   if (head > 0) munmap(raw, head);
   if (tail > 0) munmap(p + size, tail);
-  mm_stats_mapped((intptr_t)size);
+  _mm_stats_mapped((intptr_t)size);
   return p;
 }
 
-__thread size_t mm_os_released_by_thread __attribute__((tls_model("initial-exec")));
+__thread size_t _mm_os_released_by_thread __attribute__((tls_model("initial-exec")));
 
-void mm_os_free(void *p, size_t size) {
+void _mm_os_free(void *p, size_t size) {
   if (munmap(p, size) != 0) return;
-  mm_stats_mapped(-(intptr_t)size);
-  mm_os_released_by_thread += size;
+  _mm_stats_mapped(-(intptr_t)size);
+  _mm_os_released_by_thread += size;
 }
 
 /* The pages read as zero afterwards and no longer count in the RSS. */
-void mm_os_purge(void *p, size_t size) {
-  if (madvise(p, size, MADV_DONTNEED) == 0) mm_os_released_by_thread += size;
+void _mm_os_purge(void *p, size_t size) {
+  if (madvise(p, size, MADV_DONTNEED) == 0) _mm_os_released_by_thread += size;
 }
 
 /* Asks the kernel to back the mapping with transparent huge pages where it
  * can (its 2 MiB-aligned stretches), as it does for every mapping when
  * /sys/kernel/mm/transparent_hugepage/enabled says "always"; a kernel
  * without them ignores it. */
-void mm_os_advise_hugepages(void *p, size_t size) {
+void _mm_os_advise_hugepages(void *p, size_t size) {
 #ifdef MADV_HUGEPAGE
   (void)madvise(p, size, MADV_HUGEPAGE);
 #else
@@ -114,22 +114,22 @@ void mm_os_advise_hugepages(void *p, size_t size) {
  * while some memory is due to go back; the coarse clock reads the vDSO's
  * last tick without the time-stamp counter, several times cheaper than the
  * precise one (decision: the coarse clock for purge delays). */
-uint64_t mm_os_clock_ms(void) {
+uint64_t _mm_os_clock_ms(void) {
   struct timespec t;
   clock_gettime(CLOCK_MONOTONIC_COARSE, &t);
   return (uint64_t)t.tv_sec * 1000 + (uint64_t)t.tv_nsec / 1000000;
 }
 
 /* Grows or shrinks the mapping at p in place; false if it cannot. */
-bool mm_os_resize(void *p, size_t old_size, size_t new_size) {
+bool _mm_os_resize(void *p, size_t old_size, size_t new_size) {
   if (mremap(p, old_size, new_size, 0) == MAP_FAILED) return false;
-  mm_stats_mapped((intptr_t)new_size - (intptr_t)old_size);
+  _mm_stats_mapped((intptr_t)new_size - (intptr_t)old_size);
   return true;
 }
 
 /* Moves the mapping at p (its pages, without copying) to a new place of
  * new_size bytes aligned to `alignment`; NULL (p untouched) on failure. */
-void *mm_os_move_aligned(void *p, size_t old_size, size_t new_size, size_t alignment) {
+void *_mm_os_move_aligned(void *p, size_t old_size, size_t new_size, size_t alignment) {
   size_t over = new_size + alignment;
   uint8_t *raw = mm_os_map(NULL, over, PROT_NONE, MAP_NORESERVE);
   if (raw == NULL) return NULL;
@@ -144,6 +144,6 @@ void *mm_os_move_aligned(void *p, size_t old_size, size_t new_size, size_t align
   if (dst > raw) munmap(raw, (size_t)(dst - raw));
   size_t tail = (size_t)(raw + over - (dst + new_size));
   if (tail > 0) munmap(dst + new_size, tail);
-  mm_stats_mapped((intptr_t)new_size - (intptr_t)old_size);
+  _mm_stats_mapped((intptr_t)new_size - (intptr_t)old_size);
   return dst;
 }

@@ -18,9 +18,9 @@
  * block to the heap's delayed_free list, so the owner finds the page again. */
 #include "internal.h"
 
-void mm_page_init(mm_page_t *page, mm_segment_t *seg, unsigned size_class) {
+void _mm_page_init(mm_page_t *page, mm_segment_t *seg, unsigned size_class) {
   size_t area;
-  page->start = mm_segment_page_area(seg, page->index, &area);
+  page->start = _mm_segment_page_area(seg, page->index, &area);
   page->block_size = (uint32_t)mm_size_class_size(size_class);
   page->stride = (uint32_t)mm_class_stride(size_class);
   page->size_class = (uint8_t)size_class;
@@ -35,7 +35,7 @@ void mm_page_init(mm_page_t *page, mm_segment_t *seg, unsigned size_class) {
   remote->size_class = (uint8_t)size_class;
   remote->has_aligned = 0;
   page->next = page->prev = NULL;
-  mm_page_shrunk_reset(page);
+  _mm_page_shrunk_reset(page);
 }
 
 /* How many blocks of a page's first OS page go to the back of its free
@@ -99,27 +99,27 @@ static bool mm_page_carve(mm_page_t *page) {
 /* Links blocks the page held out when it shrank (shrink.c), or else carves
  * the page one OS page at a time, so that it commits its memory as it is
  * used.  Where the slot had never held that much, the heap grew (and gives
- * back as much elsewhere, mm_purge_grown); where the slot gave its memory
- * back while free (mm_segment_purge_free_slots), it faults in again
- * (mm_purge_refaulted).
+ * back as much elsewhere, _mm_purge_grown); where the slot gave its memory
+ * back while free (_mm_segment_purge_free_slots), it faults in again
+ * (_mm_purge_refaulted).
  * One OS page at a time, because a larger step leaves linked but unused
  * blocks resident in every class in use, which small programs with many
  * classes feel (decision: carving one OS page at a time). */
-bool mm_page_extend(mm_page_t *page) {
-  if (mm_page_unshrink(page)) return true; /* memory it gave back first */
+bool _mm_page_extend(mm_page_t *page) {
+  if (_mm_page_unshrink(page)) return true; /* memory it gave back first */
   if (!mm_page_carve(page)) return false;
   mm_segment_t *seg = mm_segment_of(page->start);
   mm_slot_memory_t *memory = &seg->slot_memory[page->index]; /* kept out of the page's one line */
   uint32_t carved = (uint32_t)mm_os_page_round((size_t)page->capacity * page->stride);
   if (carved > memory->purged_from && memory->purged_from < memory->purged_to) {
     uint32_t end = carved < memory->purged_to ? carved : memory->purged_to;
-    mm_purge_refaulted(seg->heap, (end - memory->purged_from) / MM_OS_PAGE_SIZE);
+    _mm_purge_refaulted(seg->heap, (end - memory->purged_from) / MM_OS_PAGE_SIZE);
     memory->purged_from = end;
   }
   if (carved > memory->touched) {
     size_t grown = carved - mm_os_page_round(memory->touched);
     memory->touched = carved;
-    if (grown > 0) mm_purge_grown(seg->heap, grown / MM_OS_PAGE_SIZE);
+    if (grown > 0) _mm_purge_grown(seg->heap, grown / MM_OS_PAGE_SIZE);
   }
   return true;
 }
@@ -130,7 +130,7 @@ bool mm_page_extend(mm_page_t *page) {
  * list is walked only when `free` is not empty: the blocks were last
  * written by other cores, and walking them costs a serial cache miss per
  * block. */
-void mm_page_collect(mm_page_t *page) {
+void _mm_page_collect(mm_page_t *page) {
   uintptr_t *xthread_free = &page->remote->xthread_free;
   uintptr_t x = mm_atomic_load_relaxed(xthread_free);
   if (mm_xthread_list(x) == NULL) return;
@@ -149,7 +149,7 @@ void mm_page_collect(mm_page_t *page) {
 
 /* Arms the notification for a page about to enter heap->full; fails when a
  * remote free slipped in since the last collect (the page is not full). */
-bool mm_page_try_mark_full(mm_page_t *page) {
+bool _mm_page_try_mark_full(mm_page_t *page) {
   MM_ASSERT(!page->in_full);
   uintptr_t expected = MM_DELAYED_NONE;
   return mm_atomic_cas(&page->remote->xthread_free, &expected, MM_DELAYED_NOTIFY);
@@ -157,7 +157,7 @@ bool mm_page_try_mark_full(mm_page_t *page) {
 
 /* Disarms the notification so the page may leave heap->full; fails while
  * a remote thread is still notifying (it would re-arm a stale state). */
-bool mm_page_try_clear_delayed(mm_page_t *page) {
+bool _mm_page_try_clear_delayed(mm_page_t *page) {
   uintptr_t *xthread_free = &page->remote->xthread_free;
   uintptr_t x = mm_atomic_load_relaxed(xthread_free);
   for (;;) {
@@ -171,7 +171,7 @@ bool mm_page_try_clear_delayed(mm_page_t *page) {
  * is `remote`).  The block stays counted in page->used until the owner
  * collects it, so the page cannot be retired while this runs; with
  * MM_DELAYED_BUSY set it cannot even be collected. */
-void mm_page_free_remote(mm_segment_t *seg, mm_page_remote_t *remote, mm_block_t *block) {
+void _mm_page_free_remote(mm_segment_t *seg, mm_page_remote_t *remote, mm_block_t *block) {
   uintptr_t *xthread_free = &remote->xthread_free;
   uintptr_t x = mm_atomic_load_relaxed(xthread_free), desired;
   bool notify;
@@ -186,7 +186,7 @@ void mm_page_free_remote(mm_segment_t *seg, mm_page_remote_t *remote, mm_block_t
   } while (!mm_atomic_cas(xthread_free, &x, desired));
   if (!notify) return;
 
-  mm_heap_delayed_push(seg->heap, block);
+  _mm_heap_delayed_push(seg->heap, block);
 
   x = mm_atomic_load_relaxed(xthread_free);
   do {
@@ -195,23 +195,23 @@ void mm_page_free_remote(mm_segment_t *seg, mm_page_remote_t *remote, mm_block_t
 }
 
 /* An owner's free into a page parked in heap->full: the page has room again. */
-void mm_page_free_local_slow(mm_segment_t *seg, mm_page_t *page, mm_block_t *block) {
+void _mm_page_free_local_slow(mm_segment_t *seg, mm_page_t *page, mm_block_t *block) {
   MM_ASSERT(page->used > 0 && mm_page_holds_block(page, block));
   block->next = page->free;
   page->free = block;
   page->used--;
-  if (page->in_full) mm_heap_page_unfull(seg->heap, page);
-  if (page->used == 0) mm_page_retire(page);
+  if (page->in_full) _mm_heap_page_unfull(seg->heap, page);
+  if (page->used == 0) _mm_page_retire(page);
 }
 
 /* The page has no live block.  A class keeps up to two pages: a class
  * whose live blocks go back and forth across a page's worth then keeps its
  * second page as a spare, instead of giving it back to its segment and
  * setting it up again each time; a kept page gives back the memory it
- * carved, with few threads (mm_purge_page_emptied).  Any other empty page
+ * carved, with few threads (_mm_purge_page_emptied).  Any other empty page
  * goes back to its segment.  At the heap's peak the spares go back too
- * (mm_heap_release_spares). */
-void mm_page_retire(mm_page_t *page) {
+ * (_mm_heap_release_spares). */
+void _mm_page_retire(mm_page_t *page) {
   mm_segment_t *seg = mm_segment_of(page->start);
   mm_heap_t *heap = seg->heap;
   MM_ASSERT(page->used == 0);
@@ -219,22 +219,22 @@ void mm_page_retire(mm_page_t *page) {
   mm_page_t *first = heap->queues[page->size_class].first;
   if (first->next == NULL || first->next->next == NULL) {
     mm_stats_count_page(heap, page);
-    mm_purge_page_emptied(page);
+    _mm_purge_page_emptied(page);
     return;
   }
-  mm_heap_queue_remove(heap, page);
-  mm_segment_page_free(heap, page);
+  _mm_heap_queue_remove(heap, page);
+  _mm_segment_page_free(heap, page);
 }
 
 /* Gives the empty second page that a class of two pages keeps
- * (mm_page_retire) back to its segment, in every class. */
-void mm_heap_release_spares(mm_heap_t *heap) {
+ * (_mm_page_retire) back to its segment, in every class. */
+void _mm_heap_release_spares(mm_heap_t *heap) {
   for (unsigned c = 0; c <= MM_MEDIUM_CLASS_LAST; c++) {
     mm_page_t *first = heap->queues[c].first;
     if (first == NULL || first->next == NULL || first->next->next != NULL) continue;
     mm_page_t *spare = first->used == 0 ? first : first->next->used == 0 ? first->next : NULL;
     if (spare == NULL) continue;
-    mm_heap_queue_remove(heap, spare);
-    mm_segment_page_free(heap, spare);
+    _mm_heap_queue_remove(heap, spare);
+    _mm_segment_page_free(heap, spare);
   }
 }

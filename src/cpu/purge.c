@@ -7,8 +7,8 @@
  * one process-wide timer.
  *
  * Matching growth.  The structures report the units they take afresh
- * (mm_purge_grown) and those they fault in again after giving them back
- * (mm_purge_refaulted).  Per MM_GROWN_BATCH units, the next malloc's slow
+ * (_mm_purge_grown) and those they fault in again after giving them back
+ * (_mm_purge_refaulted).  Per MM_GROWN_BATCH units, the next malloc's slow
  * path gives back as many, so that a heap that grows while it holds free
  * memory stays near its live size, as glibc's does by handing a free chunk
  * to any size.  Away from the heap's peak only free spans give back, and
@@ -27,13 +27,13 @@
  * Delays.  An emptied segment, the heap's kept empty span segment and a
  * cached large mapping go back once they stayed unused for
  * MANYMALLOC_PURGE_DELAY ms.  The heap's own wait for `purge.due`; those of
- * exited threads and the large mappings for `mm_purge_warm_due`, which any
+ * exited threads and the large mappings for `_mm_purge_warm_due`, which any
  * thread's slow path serves. */
 #include "internal.h"
 
 #define MM_PURGE_BURST 64 /* 4 KiB units the time budget holds at most */
 
-uintptr_t mm_purge_warm_due; /* ms when the oldest one expires; 0: none */
+uintptr_t _mm_purge_warm_due; /* ms when the oldest one expires; 0: none */
 
 /* ---------------------------------------------------------------------------
  * Accounting
@@ -41,13 +41,13 @@ uintptr_t mm_purge_warm_due; /* ms when the oldest one expires; 0: none */
 
 /* The heap took `units` of 4 KiB that were never resident (a page carved
  * further, a span reaching untouched memory). */
-void mm_purge_grown(mm_heap_t *heap, size_t units) {
-  if (mm_options.purge) heap->purge.grown += units; /* MANYMALLOC_PURGE=0: keep everything committed */
+void _mm_purge_grown(mm_heap_t *heap, size_t units) {
+  if (_mm_options.purge) heap->purge.grown += units; /* MANYMALLOC_PURGE=0: keep everything committed */
 }
 
 /* The heap faults in again `units` of 4 KiB that it gave back. */
-void mm_purge_refaulted(mm_heap_t *heap, size_t units) {
-  if (mm_options.purge) heap->purge.refaulted += units;
+void _mm_purge_refaulted(mm_heap_t *heap, size_t units) {
+  if (_mm_options.purge) heap->purge.refaulted += units;
 }
 
 /* Bytes in blocks of the heap, as its statistics last counted them. */
@@ -66,7 +66,7 @@ static bool mm_purge_at_peak(mm_purge_t *purge, size_t in_use, bool few_threads)
     purge->high_rose_at = purge->give_backs;
   }
   bool rising = purge->give_backs - purge->high_rose_at <= MM_RISING_CALLS;
-  return mm_options.shrink && rising && in_use >= purge->in_use_high - purge->in_use_high / MM_NEAR_HIGH && few_threads;
+  return _mm_options.shrink && rising && in_use >= purge->in_use_high - purge->in_use_high / MM_NEAR_HIGH && few_threads;
 }
 
 /* ---------------------------------------------------------------------------
@@ -79,11 +79,11 @@ static bool mm_purge_at_peak(mm_purge_t *purge, size_t in_use, bool few_threads)
  * the time counts up to a second, and the product cannot overflow
  * (options.c). */
 static size_t mm_purge_budget(mm_heap_t *heap, size_t units) {
-  if (mm_options.shrink_rate == 0) return units;
+  if (_mm_options.shrink_rate == 0) return units;
   mm_purge_t *purge = &heap->purge;
-  uint64_t now = mm_os_clock_ms(), elapsed = now - purge->budget_at;
+  uint64_t now = _mm_os_clock_ms(), elapsed = now - purge->budget_at;
   if (elapsed > 1000) elapsed = 1000;
-  uint64_t grown = elapsed * mm_options.shrink_rate * (1024 * 1024 / MM_OS_PAGE_SIZE) / 1000;
+  uint64_t grown = elapsed * _mm_options.shrink_rate * (1024 * 1024 / MM_OS_PAGE_SIZE) / 1000;
   intptr_t budget = purge->budget_at == 0 || grown >= MM_PURGE_BURST ? MM_PURGE_BURST : purge->budget + (intptr_t)grown;
   purge->budget = budget > MM_PURGE_BURST ? MM_PURGE_BURST : budget;
   purge->budget_at = now;
@@ -96,7 +96,7 @@ static size_t mm_purge_budget(mm_heap_t *heap, size_t units) {
 static size_t mm_purge_shrink_pages(mm_heap_t *heap, size_t units) {
   units = mm_purge_budget(heap, units);
   if (units == 0) return 0;
-  size_t given = mm_heap_shrink_pages(heap, units);
+  size_t given = _mm_heap_shrink_pages(heap, units);
   heap->purge.budget -= (intptr_t)given;
   return given;
 }
@@ -110,23 +110,23 @@ static size_t mm_purge_shrink_pages(mm_heap_t *heap, size_t units) {
  * as it faulted in again, and where the spans fall short, the spare pages,
  * the resident memory of free page slots and the OS pages of free blocks
  * inside pages.  Called where no page or span is in hand. */
-void mm_purge_growth(mm_heap_t *heap) {
+void _mm_purge_growth(mm_heap_t *heap) {
   mm_purge_t *purge = &heap->purge;
-  bool few_threads = mm_few_threads();
+  bool few_threads = _mm_few_threads();
   bool at_peak = mm_purge_at_peak(purge, mm_purge_in_use(heap), few_threads);
   size_t want = purge->grown + (at_peak ? purge->refaulted : 0);
   purge->give_backs++;
   purge->refaulted = 0;
   if (want < MM_GROWN_BATCH) return; /* faulted in away from the peak: nothing to match yet */
   purge->grown = 0;
-  size_t given = mm_span_purge(heap, want, few_threads);
+  size_t given = _mm_span_purge(heap, want, few_threads);
   if (!at_peak) return;
-  mm_heap_release_spares(heap);
-  if (given < want) given += mm_segment_purge_free_slots(heap, want - given);
+  _mm_heap_release_spares(heap);
+  if (given < want) given += _mm_segment_purge_free_slots(heap, want - given);
   if (given < want) mm_purge_shrink_pages(heap, want - given);
 }
 
-/* A page that its class keeps while it has no live block (mm_page_retire)
+/* A page that its class keeps while it has no live block (_mm_page_retire)
  * gives back all it carved, within the budget, so that a program whose
  * sizes change as it runs does not keep an empty page resident in every
  * class it used.  A page of fewer than MM_SHRINK_EMPTY_MIN carved OS pages
@@ -134,13 +134,13 @@ void mm_purge_growth(mm_heap_t *heap) {
  * and fault them in each time (decision: the least an empty page gives
  * back).  In checked mode pages keep what they carved: the carved range
  * tells a double free from a pointer never handed out (checked.c). */
-void mm_purge_page_emptied(mm_page_t *page) {
-  if (!mm_options.shrink || mm_options.checked || !mm_few_threads()) return;
-  size_t units = mm_page_resident_units(page);
+void _mm_purge_page_emptied(mm_page_t *page) {
+  if (!_mm_options.shrink || _mm_options.checked || !_mm_few_threads()) return;
+  size_t units = _mm_page_resident_units(page);
   mm_heap_t *heap = mm_segment_of(page->start)->heap;
   if (units < MM_SHRINK_EMPTY_MIN || mm_purge_budget(heap, units) < units) return;
   heap->purge.budget -= (intptr_t)units;
-  mm_page_shrink_all(page);
+  _mm_page_shrink_all(page);
 }
 
 /* ---------------------------------------------------------------------------
@@ -149,26 +149,26 @@ void mm_purge_page_emptied(mm_page_t *page) {
 
 /* Some of the heap's memory (a retired segment, the empty span segment's
  * tail) goes back to the OS at `at` (ms) if it is still unused then. */
-void mm_purge_schedule(mm_heap_t *heap, uint64_t at) {
+void _mm_purge_schedule(mm_heap_t *heap, uint64_t at) {
   if (heap->purge.due == 0 || at < heap->purge.due) heap->purge.due = at;
 }
 
-/* Makes mm_purge_warm_due at most `at`: exited threads' segments or a
+/* Makes _mm_purge_warm_due at most `at`: exited threads' segments or a
  * cached large mapping go back then. */
-void mm_purge_warm_schedule(uint64_t at) {
-  uintptr_t due = mm_atomic_load_relaxed(&mm_purge_warm_due);
-  while ((due == 0 || at < due) && !mm_atomic_cas(&mm_purge_warm_due, &due, (uintptr_t)at)) {}
+void _mm_purge_warm_schedule(uint64_t at) {
+  uintptr_t due = mm_atomic_load_relaxed(&_mm_purge_warm_due);
+  while ((due == 0 || at < due) && !mm_atomic_cas(&_mm_purge_warm_due, &due, (uintptr_t)at)) {}
 }
 
 /* Releases the handed-over segments and the cached large mappings whose
- * delay is over (or all of the segments), once mm_purge_warm_due has come;
+ * delay is over (or all of the segments), once _mm_purge_warm_due has come;
  * one thread at a time does it, and they schedule again what stays. */
 static void mm_purge_warm_expire(uint64_t now, bool all) {
-  uintptr_t due = mm_atomic_load_relaxed(&mm_purge_warm_due);
+  uintptr_t due = mm_atomic_load_relaxed(&_mm_purge_warm_due);
   if (due == 0 || (now < due && !all)) return;
-  if (!mm_atomic_cas(&mm_purge_warm_due, &due, 0)) return;
-  if (mm_options.purge) mm_large_cache_expire(now); /* MANYMALLOC_PURGE=0: keep everything committed */
-  mm_segment_warm_expire(now, all);
+  if (!mm_atomic_cas(&_mm_purge_warm_due, &due, 0)) return;
+  if (_mm_options.purge) _mm_large_cache_expire(now); /* MANYMALLOC_PURGE=0: keep everything committed */
+  _mm_segment_warm_expire(now, all);
 }
 
 /* Gives back what is due at `now` (ms): the heap's own, and exited
@@ -176,37 +176,37 @@ static void mm_purge_warm_expire(uint64_t now, bool all) {
  * releases.  Called from the slow paths while something is scheduled; a
  * thread that stops allocating keeps its own until it allocates again,
  * exits or calls mm_collect. */
-void mm_purge_expired(mm_heap_t *heap, uint64_t now) {
+void _mm_purge_expired(mm_heap_t *heap, uint64_t now) {
   mm_purge_warm_expire(now, false);
   if (heap->purge.due == 0 || now < heap->purge.due) return;
   heap->purge.due = 0;
-  mm_segment_purge_expired(heap, now);
-  mm_span_purge_expired(heap, now);
+  _mm_segment_purge_expired(heap, now);
+  _mm_span_purge_expired(heap, now);
 }
 
 /* ---------------------------------------------------------------------------
  * Collection
  * ------------------------------------------------------------------------- */
 
-/* The heap's empty pages went back to their segments (mm_heap_collect).
+/* The heap's empty pages went back to their segments (_mm_heap_collect).
  * With `release_all` (mm_collect) its retired segments, the resident
  * memory of its free page slots and of its free span runs go back to the
  * OS; else its thread exits and hands the retired segments over to the
  * threads after it.  Nothing of the heap's stays scheduled. */
-void mm_purge_collect(mm_heap_t *heap, bool release_all) {
+void _mm_purge_collect(mm_heap_t *heap, bool release_all) {
   if (release_all) {
-    mm_segment_retired_release(heap);
-    mm_segment_purge_free_slots(heap, SIZE_MAX);
-    mm_span_purge(heap, SIZE_MAX, true);
+    _mm_segment_retired_release(heap);
+    _mm_segment_purge_free_slots(heap, SIZE_MAX);
+    _mm_span_purge(heap, SIZE_MAX, true);
   } else {
-    mm_segment_retired_hand_over(heap);
+    _mm_segment_retired_hand_over(heap);
   }
   heap->purge.due = 0;
 }
 
 /* Returns every cached segment and mapping of the process to the OS. */
-void mm_purge_caches(void) {
+void _mm_purge_caches(void) {
   mm_purge_warm_expire(0, true);
-  mm_segment_cache_purge();
-  mm_large_cache_purge();
+  _mm_segment_cache_purge();
+  _mm_large_cache_purge();
 }

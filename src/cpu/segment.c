@@ -42,20 +42,20 @@ static mm_seq_fifo_t mm_segment_cache;
  * reuse what the ones before them had faulted in, instead of each exit
  * purging it and the next threads faulting it in again (and, counted as
  * growth, making their heaps give other memory back).  Any thread's slow
- * path releases those unused for the delay (mm_segment_warm_expire). */
+ * path releases those unused for the delay (_mm_segment_warm_expire). */
 #define MM_SEGMENT_WARM_MAX 32 /* per kind: a segment of another kind counts as growth */
 static mm_fifo_cell_t mm_segment_warm_cells[MM_SEGMENT_KINDS_CARVED][MM_SEGMENT_WARM_MAX];
 static mm_seq_fifo_t mm_segment_warm[MM_SEGMENT_KINDS_CARVED];
 
-void mm_segment_cache_init(void) {
-  size_t cap = mm_options.segment_cache < MM_SEGMENT_CACHE_MAX ? mm_options.segment_cache : MM_SEGMENT_CACHE_MAX;
+void _mm_segment_cache_init(void) {
+  size_t cap = _mm_options.segment_cache < MM_SEGMENT_CACHE_MAX ? _mm_options.segment_cache : MM_SEGMENT_CACHE_MAX;
   mm_seq_fifo_init(&mm_segment_cache, mm_segment_cache_cells, cap);
   for (unsigned k = 0; k < MM_SEGMENT_KINDS_CARVED; k++)
     mm_seq_fifo_init(&mm_segment_warm[k], mm_segment_warm_cells[k], MM_SEGMENT_WARM_MAX);
 }
 
 /* The page kind of a class served by pages (up to MM_MEDIUM_BLOCK_MAX). */
-unsigned mm_segment_kind_for(unsigned size_class) {
+unsigned _mm_segment_kind_for(unsigned size_class) {
   return mm_size_class_size(size_class) <= MM_SMALL_BLOCK_MAX ? MM_SEGMENT_SMALL : MM_SEGMENT_MEDIUM;
 }
 
@@ -67,7 +67,7 @@ static const uint32_t mm_segment_page_shift[MM_SEGMENT_KINDS_CARVED] = {
 
 /* Start and size of page slot `index`; the slots overlapping the header
  * shrink (or vanish: they are never marked free). */
-uint8_t *mm_segment_page_area(const mm_segment_t *seg, size_t index, size_t *size) {
+uint8_t *_mm_segment_page_area(const mm_segment_t *seg, size_t index, size_t *size) {
   uintptr_t start = (uintptr_t)index << seg->page_shift;
   uintptr_t end = start + ((uintptr_t)1 << seg->page_shift);
   if (start < MM_SEGMENT_HEADER_SIZE) start = MM_SEGMENT_HEADER_SIZE;
@@ -81,7 +81,7 @@ uint8_t *mm_segment_page_area(const mm_segment_t *seg, size_t index, size_t *siz
 
 /* Sets a segment up for `kind`.  A `resident` segment (retired, never
  * purged) of the same kind keeps its record of what it touched, so that
- * carving memory it holds already does not count as growth (mm_purge_grown)
+ * carving memory it holds already does not count as growth (_mm_purge_grown)
  * and make the heap give other memory back. */
 static void mm_segment_setup(mm_segment_t *seg, mm_heap_t *heap, unsigned kind, bool resident) {
   uint32_t shift = mm_segment_page_shift[kind];
@@ -111,19 +111,19 @@ static void mm_segment_setup(mm_segment_t *seg, mm_heap_t *heap, unsigned kind, 
  * bits of xthread_free to the count (types.h); Linux maps there only
  * when asked to. */
 static mm_segment_t *mm_segment_map(void) {
-  mm_segment_t *seg = mm_os_alloc_aligned(MM_SEGMENT_SIZE, MM_SEGMENT_SIZE, 0);
+  mm_segment_t *seg = _mm_os_alloc_aligned(MM_SEGMENT_SIZE, MM_SEGMENT_SIZE, 0);
   if (seg == NULL || ((uintptr_t)seg + MM_SEGMENT_SIZE - 1) >> MM_XTHREAD_COUNT_SHIFT == 0) return seg;
-  mm_os_free(seg, MM_SEGMENT_SIZE);
+  _mm_os_free(seg, MM_SEGMENT_SIZE);
   errno = ENOMEM;
   return NULL;
 }
 
 /* Whether the heap's next segment would be a retired one of `kind`.  Its
  * memory is resident: a heap that needs memory it never touched takes that
- * segment first (pages: mm_segment_page_alloc, spans: mm_span_alloc).
+ * segment first (pages: _mm_segment_page_alloc, spans: _mm_span_alloc).
  * Carving fresh memory while a whole segment lay resident and unused would
  * raise the footprint by that segment. */
-bool mm_segment_retired_resident(const mm_heap_t *heap, unsigned kind) {
+bool _mm_segment_retired_resident(const mm_heap_t *heap, unsigned kind) {
   return heap->retired != NULL && heap->retired->kind == kind;
 }
 
@@ -135,7 +135,7 @@ static mm_segment_t *mm_segment_unretire(mm_heap_t *heap) {
   return seg;
 }
 
-mm_segment_t *mm_segment_alloc(mm_heap_t *heap, unsigned kind) {
+mm_segment_t *_mm_segment_alloc(mm_heap_t *heap, unsigned kind) {
   uintptr_t cached;
   mm_segment_t *seg;
   bool resident = true;
@@ -145,31 +145,31 @@ mm_segment_t *mm_segment_alloc(mm_heap_t *heap, unsigned kind) {
     seg = (mm_segment_t *)cached;
   } else if (mm_seq_fifo_pop(&mm_segment_cache, &cached)) {
     seg = (mm_segment_t *)cached;
-    resident = !mm_options.purge;
+    resident = !_mm_options.purge;
   } else {
     seg = mm_segment_map();
     if (seg == NULL) return NULL;
-    mm_stats_segments(1);
-    mm_checked_on_map(seg);
+    _mm_stats_segments(1);
+    _mm_checked_on_map(seg);
     resident = false;
   }
-  if (mm_options.checked && resident) /* its bitmap still records the blocks it had */
+  if (_mm_options.checked && resident) /* its bitmap still records the blocks it had */
     memset((uint8_t *)seg + MM_SEGMENT_CHECK_OFFSET, 0, MM_SEGMENT_SIZE / MM_ALIGNMENT / 8);
   mm_segment_setup(seg, heap, kind, resident);
-  mm_stats_update_peak();
+  _mm_stats_update_peak();
   return seg;
 }
 
 /* The segment has no page in use: cache it (its pages purged) or unmap it. */
 static void mm_segment_release(mm_segment_t *seg) {
-  if (mm_options.purge) {
+  if (_mm_options.purge) {
     size_t keep = mm_os_page_round(sizeof(mm_segment_t));
-    mm_os_purge((uint8_t *)seg + keep, MM_SEGMENT_SIZE - keep);
+    _mm_os_purge((uint8_t *)seg + keep, MM_SEGMENT_SIZE - keep);
   }
   if (mm_seq_fifo_push(&mm_segment_cache, (uintptr_t)seg)) return;
-  mm_checked_on_unmap(seg, false);
-  mm_stats_segments(-1);
-  mm_os_free(seg, MM_SEGMENT_SIZE);
+  _mm_checked_on_unmap(seg, false);
+  _mm_stats_segments(-1);
+  _mm_os_free(seg, MM_SEGMENT_SIZE);
 }
 
 /* Releases every retired segment after `keep` (the newest first). */
@@ -191,11 +191,11 @@ static void mm_segment_release_after(mm_heap_t *heap, mm_segment_t **keep) {
  * starts over would purge and refault all of it (decision: retired segments
  * stay resident for the purge delay).  The newest retired segment stays until another one empties;
  * the others go once they have stayed unused for the delay
- * (mm_segment_purge_expired), or beyond MM_RETIRED_MAX at once, or all with
+ * (_mm_segment_purge_expired), or beyond MM_RETIRED_MAX at once, or all with
  * the heap's collection. */
 #define MM_RETIRED_MAX 8
-void mm_segment_free(mm_heap_t *heap, mm_segment_t *seg) {
-  uint64_t now = mm_os_clock_ms();
+void _mm_segment_free(mm_heap_t *heap, mm_segment_t *seg) {
+  uint64_t now = _mm_os_clock_ms();
   seg->heap = NULL;
   seg->purge_at = mm_purge_delay_end(now);
   seg->next = heap->retired;
@@ -205,31 +205,31 @@ void mm_segment_free(mm_heap_t *heap, mm_segment_t *seg) {
     for (uint32_t i = 1; i < MM_RETIRED_MAX; i++) last = &(*last)->next;
     mm_segment_release_after(heap, &(*last)->next);
   }
-  if (seg->next != NULL) mm_purge_schedule(heap, seg->next->purge_at);
-  mm_purge_expired(heap, now);
+  if (seg->next != NULL) _mm_purge_schedule(heap, seg->next->purge_at);
+  _mm_purge_expired(heap, now);
 }
 
 /* Releases the retired segments, but the newest, whose delay is over. */
-void mm_segment_purge_expired(mm_heap_t *heap, uint64_t now) {
+void _mm_segment_purge_expired(mm_heap_t *heap, uint64_t now) {
   if (heap->retired == NULL) return;
   mm_segment_t **link = &heap->retired->next;
   while (*link != NULL && (*link)->purge_at > now) link = &(*link)->next;
   mm_segment_release_after(heap, link); /* older ones retired earlier: expired too */
   mm_segment_t *oldest = heap->retired->next;
   while (oldest != NULL && oldest->next != NULL) oldest = oldest->next;
-  if (oldest != NULL) mm_purge_schedule(heap, oldest->purge_at);
+  if (oldest != NULL) _mm_purge_schedule(heap, oldest->purge_at);
 }
 
-void mm_segment_retired_release(mm_heap_t *heap) {
+void _mm_segment_retired_release(mm_heap_t *heap) {
   mm_segment_release_after(heap, &heap->retired);
 }
 
 /* The exiting thread's heap hands its retired segments over to any thread
  * (releasing those that find no room), each expiring at its own time. */
-void mm_segment_retired_hand_over(mm_heap_t *heap) {
+void _mm_segment_retired_hand_over(mm_heap_t *heap) {
   for (mm_segment_t *seg = heap->retired, *next; seg != NULL; seg = next) {
     next = seg->next;
-    if (mm_seq_fifo_push(&mm_segment_warm[seg->kind], (uintptr_t)seg)) mm_purge_warm_schedule(seg->purge_at);
+    if (mm_seq_fifo_push(&mm_segment_warm[seg->kind], (uintptr_t)seg)) _mm_purge_warm_schedule(seg->purge_at);
     else mm_segment_release(seg);
   }
   heap->retired = NULL;
@@ -238,25 +238,25 @@ void mm_segment_retired_hand_over(mm_heap_t *heap) {
 
 /* Releases the handed-over segments whose delay is over at `now` (or all
  * of them); those that stay are scheduled again (mm_purge_warm_expire). */
-void mm_segment_warm_expire(uint64_t now, bool all) {
+void _mm_segment_warm_expire(uint64_t now, bool all) {
   for (unsigned k = 0; k < MM_SEGMENT_KINDS_CARVED; k++) {
     mm_seq_fifo_t *warm = &mm_segment_warm[k];
     uintptr_t cached;
     for (size_t n = MM_SEGMENT_WARM_MAX; n > 0 && mm_seq_fifo_pop(warm, &cached); n--) {
       mm_segment_t *seg = (mm_segment_t *)cached;
       if (all || seg->purge_at <= now || !mm_seq_fifo_push(warm, cached)) mm_segment_release(seg);
-      else mm_purge_warm_schedule(seg->purge_at);
+      else _mm_purge_warm_schedule(seg->purge_at);
     }
   }
 }
 
 /* Returns every segment of the central cache to the OS. */
-void mm_segment_cache_purge(void) {
+void _mm_segment_cache_purge(void) {
   uintptr_t cached;
   while (mm_seq_fifo_pop(&mm_segment_cache, &cached)) {
-    mm_checked_on_unmap((mm_segment_t *)cached, false);
-    mm_stats_segments(-1);
-    mm_os_free((void *)cached, MM_SEGMENT_SIZE);
+    _mm_checked_on_unmap((mm_segment_t *)cached, false);
+    _mm_stats_segments(-1);
+    _mm_os_free((void *)cached, MM_SEGMENT_SIZE);
   }
 }
 
@@ -287,16 +287,16 @@ static void mm_segment_dequeue(mm_heap_t *heap, mm_segment_t *seg) {
 
 /* A fresh page of `size_class` for `heap`; NULL (errno ENOMEM) when the OS
  * has no memory left.  A slot whose memory was never touched comes second
- * to a retired segment of the kind, which is resident (mm_segment_alloc
- * takes it); see mm_segment_retired_resident. */
-mm_page_t *mm_segment_page_alloc(mm_heap_t *heap, unsigned size_class) {
-  unsigned kind = mm_segment_kind_for(size_class);
+ * to a retired segment of the kind, which is resident (_mm_segment_alloc
+ * takes it); see _mm_segment_retired_resident. */
+mm_page_t *_mm_segment_page_alloc(mm_heap_t *heap, unsigned size_class) {
+  unsigned kind = _mm_segment_kind_for(size_class);
   mm_segment_t *seg = heap->segments[kind];
   if (seg != NULL && seg->slot_memory[__builtin_ctzll(seg->free_pages)].touched == 0 &&
-      mm_segment_retired_resident(heap, kind))
+      _mm_segment_retired_resident(heap, kind))
     seg = NULL;
   if (seg == NULL) {
-    seg = mm_segment_alloc(heap, kind);
+    seg = _mm_segment_alloc(heap, kind);
     if (seg == NULL) return NULL;
     mm_segment_enqueue(heap, seg);
   }
@@ -305,21 +305,21 @@ mm_page_t *mm_segment_page_alloc(mm_heap_t *heap, unsigned size_class) {
   seg->used_pages++;
   if (seg->free_pages == 0) mm_segment_dequeue(heap, seg);
   mm_page_t *page = &seg->pages[index];
-  mm_page_init(page, seg, size_class);
+  _mm_page_init(page, seg, size_class);
   heap->stats.pages[size_class]++;
   return page;
 }
 
 /* Gives back all that page slot `index` touched (its page, if any, has no
  * block carved), and records it: carving there faults it in again
- * (mm_page_extend).  Returns how many OS pages were resident. */
-size_t mm_segment_purge_slot(mm_segment_t *seg, unsigned index) {
+ * (_mm_page_extend).  Returns how many OS pages were resident. */
+size_t _mm_segment_purge_slot(mm_segment_t *seg, unsigned index) {
   mm_slot_memory_t *memory = &seg->slot_memory[index];
   uint32_t touched = (uint32_t)mm_os_page_round(memory->touched);
   uint32_t resident = touched - (memory->purged_to - memory->purged_from);
   if (resident == 0) return 0;
   size_t area;
-  mm_os_purge(mm_segment_page_area(seg, index, &area), touched);
+  _mm_os_purge(_mm_segment_page_area(seg, index, &area), touched);
   memory->purged_from = 0;
   memory->purged_to = touched;
   return resident / MM_OS_PAGE_SIZE;
@@ -327,13 +327,13 @@ size_t mm_segment_purge_slot(mm_segment_t *seg, unsigned index) {
 
 /* Gives back the resident memory of the free page slots of the heap's
  * segments, up to about `units` OS pages; returns how many went back.  A
- * page carving that memory again faults it in (mm_page_extend). */
-size_t mm_segment_purge_free_slots(mm_heap_t *heap, size_t units) {
+ * page carving that memory again faults it in (_mm_page_extend). */
+size_t _mm_segment_purge_free_slots(mm_heap_t *heap, size_t units) {
   size_t purged = 0;
   for (unsigned kind = 0; kind < MM_PAGE_KINDS; kind++) {
     for (mm_segment_t *seg = heap->segments[kind]; seg != NULL && purged < units; seg = seg->next) {
       for (uint64_t free = seg->free_pages; free != 0 && purged < units; free &= free - 1) {
-        purged += mm_segment_purge_slot(seg, (unsigned)__builtin_ctzll(free));
+        purged += _mm_segment_purge_slot(seg, (unsigned)__builtin_ctzll(free));
       }
     }
   }
@@ -341,7 +341,7 @@ size_t mm_segment_purge_free_slots(mm_heap_t *heap, size_t units) {
 }
 
 /* The page (already out of every heap queue) has no live block. */
-void mm_segment_page_free(mm_heap_t *heap, mm_page_t *page) {
+void _mm_segment_page_free(mm_heap_t *heap, mm_page_t *page) {
   mm_segment_t *seg = mm_segment_of(page->start);
   MM_ASSERT(page->used == 0 && seg->used_pages > 0 && (seg->free_pages >> page->index & 1) == 0);
   mm_stats_count_page(heap, page);
@@ -351,7 +351,7 @@ void mm_segment_page_free(mm_heap_t *heap, mm_page_t *page) {
   seg->used_pages--;
   if (seg->used_pages == 0) {
     if (seg->in_queue) mm_segment_dequeue(heap, seg);
-    mm_segment_free(heap, seg);
+    _mm_segment_free(heap, seg);
   } else if (!seg->in_queue) {
     mm_segment_enqueue(heap, seg);
   }

@@ -5,8 +5,8 @@
  * change as it runs would leave every class at its own high-water mark.
  * This file offers the give-back of free blocks inside pages; purge.c
  * decides when: the pages with the most free bytes give back as the heap
- * grows at its peak (mm_heap_shrink_pages), and a page that its class keeps
- * gives back all it carved as soon as it empties (mm_page_shrink_all).
+ * grows at its peak (_mm_heap_shrink_pages), and a page that its class keeps
+ * gives back all it carved as soon as it empties (_mm_page_shrink_all).
  *
  * A page shrinks by sorting its free list by address (a bitmap of its free
  * blocks): an OS page whose every overlapping block is free goes back with
@@ -15,8 +15,8 @@
  * mallocs fill the low addresses first.  Only the owner's lists change; a
  * block freed by another thread meanwhile waits in xthread_free as always.
  * When the free list runs dry the page links the blocks of its lowest
- * given-back OS page again (mm_page_unshrink) before it carves further;
- * that memory faults in again (mm_purge_refaulted).  A page that takes back
+ * given-back OS page again (_mm_page_unshrink) before it carves further;
+ * that memory faults in again (_mm_purge_refaulted).  A page that takes back
  * what it gave is passed by for a while (doubling each time), so that a
  * class in use does not give back and fault in the same pages in turn.
  *
@@ -83,7 +83,7 @@ static bool mm_page_os_page_free(const mm_page_t *page, const uint64_t *free_bit
 /* Gives back every OS page the carved blocks reach whose blocks are all
  * free, in runs of neighbours (one madvise each); returns how many went
  * back.  The last one may be carved in part: the page carves further only
- * once it links its held-out blocks again (mm_page_unshrink).  A run may
+ * once it links its held-out blocks again (_mm_page_unshrink).  A run may
  * take in OS pages given back before: a block linked again from an OS page
  * given back reaches into the next ones, and makes them resident when it is
  * used.  A run of such OS pages only is left alone. */
@@ -97,7 +97,7 @@ static size_t mm_page_give_back(mm_page_t *page, mm_page_shrunk_t *shrunk, const
       run++;
       continue;
     }
-    if (fresh > 0) mm_os_purge(page->start + (p - run) * MM_OS_PAGE_SIZE, run * MM_OS_PAGE_SIZE);
+    if (fresh > 0) _mm_os_purge(page->start + (p - run) * MM_OS_PAGE_SIZE, run * MM_OS_PAGE_SIZE);
     given += fresh;
     run = fresh = 0;
   }
@@ -130,7 +130,7 @@ static void mm_page_relink(mm_page_t *page, mm_page_shrunk_t *shrunk, const uint
 static size_t mm_page_shrink(mm_page_t *page) {
   uint64_t free_bits[MM_PAGE_BLOCKS_MAX / 64];
   mm_page_shrunk_t *shrunk = mm_page_shrunk_of(page);
-  mm_page_collect(page);
+  _mm_page_collect(page);
   mm_page_mark_free(page, shrunk, free_bits);
   size_t given = mm_page_give_back(page, shrunk, free_bits);
   mm_page_relink(page, shrunk, free_bits);
@@ -165,7 +165,7 @@ static size_t mm_page_unshrink_from(mm_page_t *page, mm_page_shrunk_t *shrunk, s
  * in stays marked while blocks are held out (the block over it may be free
  * and given back again); then the marks go, before the page carves
  * further: a block carved in a marked OS page would count as held out. */
-bool mm_page_unshrink(mm_page_t *page) {
+bool _mm_page_unshrink(mm_page_t *page) {
   mm_page_shrunk_t *shrunk = mm_page_shrunk_of(page);
   if (shrunk->held_out == 0) {
     memset(shrunk->os_pages, 0, sizeof shrunk->os_pages);
@@ -178,7 +178,7 @@ bool mm_page_unshrink(mm_page_t *page) {
       if (first == end) continue;
       size_t back = mm_page_unshrink_from(page, shrunk, p);
       shrunk->unshrinks++;
-      mm_purge_refaulted(mm_segment_of(page->start)->heap, back);
+      _mm_purge_refaulted(mm_segment_of(page->start)->heap, back);
       return true;
     }
   }
@@ -223,7 +223,7 @@ static void mm_shrink_rank(mm_page_t **best, size_t *best_free, size_t *count, m
 /* Pages of the heap give back up to about `units` OS pages of free blocks,
  * those with the most free bytes first, among up
  * to MM_SHRINK_VISIT_MAX pages from the class where the last call stopped. */
-size_t mm_heap_shrink_pages(mm_heap_t *heap, size_t units) {
+size_t _mm_heap_shrink_pages(mm_heap_t *heap, size_t units) {
   mm_page_t *best[MM_SHRINK_BEST];
   size_t best_free[MM_SHRINK_BEST], count = 0, visited = 0, given = 0;
   unsigned c = heap->shrink_class;
@@ -245,7 +245,7 @@ size_t mm_heap_shrink_pages(mm_heap_t *heap, size_t units) {
 }
 
 /* OS pages of the page's carved blocks that it did not give back. */
-size_t mm_page_resident_units(const mm_page_t *page) {
+size_t _mm_page_resident_units(const mm_page_t *page) {
   const mm_page_shrunk_t *shrunk = mm_page_shrunk_of(page);
   size_t carved = mm_os_page_round((size_t)page->capacity * page->stride) / MM_OS_PAGE_SIZE, held = 0;
   for (size_t w = 0; w < MM_SLOT_OS_PAGES_MAX / 64; w++) held += (size_t)__builtin_popcountll(shrunk->os_pages[w]);
@@ -254,15 +254,15 @@ size_t mm_page_resident_units(const mm_page_t *page) {
 
 /* A page with no live block gives back all it carved, and carves again
  * from its start when next used (faulting that memory in again,
- * mm_page_extend). */
-void mm_page_shrink_all(mm_page_t *page) {
-  mm_segment_purge_slot(mm_segment_of(page->start), page->index);
+ * _mm_page_extend). */
+void _mm_page_shrink_all(mm_page_t *page) {
+  _mm_segment_purge_slot(mm_segment_of(page->start), page->index);
   page->free = NULL;
   page->capacity = 0;
-  mm_page_shrunk_reset(page);
+  _mm_page_shrunk_reset(page);
 }
 
-/* The page slot starts over (mm_page_init): nothing is held out. */
-void mm_page_shrunk_reset(mm_page_t *page) {
+/* The page slot starts over (_mm_page_init): nothing is held out. */
+void _mm_page_shrunk_reset(mm_page_t *page) {
   memset(mm_page_shrunk_of(page), 0, sizeof(mm_page_shrunk_t));
 }

@@ -161,7 +161,7 @@ static mm_span_t *mm_span_find(mm_heap_t *heap, size_t units) {
  * Shorter runs stay: the next blocks are cut from them, and purging them
  * would cost a madvise and a fault for nearly every page given back. */
 #define MM_SPAN_PURGE_MIN 16
-size_t mm_span_purge(mm_heap_t *heap, size_t units, bool whole_runs) {
+size_t _mm_span_purge(mm_heap_t *heap, size_t units, bool whole_runs) {
   size_t purged = 0;
   for (int b = MM_SPAN_BINS - 1; b >= 0 && purged < units && heap->span_resident > 0; b--) {
     for (mm_span_t *run = heap->span_bins[b]; run != NULL && purged < units; run = run->next) {
@@ -174,7 +174,7 @@ size_t mm_span_purge(mm_heap_t *heap, size_t units, bool whole_runs) {
         if (end > i + run->resident) end = i + run->resident;
         if (end - i > units - purged + MM_SPAN_PURGE_MIN) from = end - (units - purged);
       }
-      mm_os_purge(mm_span_area(seg) + (from << MM_SPAN_SHIFT), (end - from) << MM_SPAN_SHIFT);
+      _mm_os_purge(mm_span_area(seg) + (from << MM_SPAN_SHIFT), (end - from) << MM_SPAN_SHIFT);
       purged += end - from;
       heap->span_resident -= run->resident - (from - i);
       run->resident = (uint16_t)(from - i);
@@ -185,14 +185,14 @@ size_t mm_span_purge(mm_heap_t *heap, size_t units, bool whole_runs) {
 
 /* Units [i, i + units) of the segment are in use, cut from a run of which
  * at most `resident` units were resident: those never touched before are
- * growth (mm_purge_grown), those that went back fault in again
- * (mm_purge_refaulted). */
+ * growth (_mm_purge_grown), those that went back fault in again
+ * (_mm_purge_refaulted). */
 static void mm_span_fault_in(mm_heap_t *heap, mm_segment_t *seg, size_t i, size_t units, size_t resident) {
   size_t end = i + units, touched = seg->span_touched > i ? seg->span_touched : i;
   size_t fresh = end > touched ? end - touched : 0, reused = units - fresh;
   if (end > seg->span_touched) seg->span_touched = (uint32_t)end;
-  mm_purge_grown(heap, fresh);
-  mm_purge_refaulted(heap, reused > resident ? reused - resident : 0);
+  _mm_purge_grown(heap, fresh);
+  _mm_purge_refaulted(heap, reused > resident ? reused - resident : 0);
 }
 
 /* ---------------------------------------------------------------------------
@@ -200,7 +200,7 @@ static void mm_span_fault_in(mm_heap_t *heap, mm_segment_t *seg, size_t i, size_
  * ------------------------------------------------------------------------- */
 
 static bool mm_span_segment_new(mm_heap_t *heap) {
-  mm_segment_t *seg = mm_segment_alloc(heap, MM_SEGMENT_SPAN);
+  mm_segment_t *seg = _mm_segment_alloc(heap, MM_SEGMENT_SPAN);
   if (seg == NULL) return false;
   heap->span_segments++;
   /* as resident as the segment's record says: a retired one may still be */
@@ -211,12 +211,12 @@ static bool mm_span_segment_new(mm_heap_t *heap) {
 static void mm_span_segment_free(mm_heap_t *heap, mm_segment_t *seg) {
   mm_span_bin_remove(heap, mm_span_units(seg));
   heap->span_segments--;
-  mm_segment_free(heap, seg);
+  _mm_segment_free(heap, seg);
 }
 
 /* The segment has no run in use any more.  The heap keeps one such segment,
  * as it is, and gives back all but its first MM_KEEP_BYTES if it stays
- * unused for the delay (mm_span_purge_expired), so that a malloc/free loop
+ * unused for the delay (_mm_span_purge_expired), so that a malloc/free loop
  * makes no system call, nor one that frees everything and starts over; any
  * other segment is retired. */
 static void mm_span_segment_empty(mm_heap_t *heap, mm_segment_t *seg) {
@@ -225,25 +225,25 @@ static void mm_span_segment_empty(mm_heap_t *heap, mm_segment_t *seg) {
     return;
   }
   heap->span_empty = seg;
-  if (!mm_options.purge) return;
-  uint64_t now = mm_os_clock_ms();
+  if (!_mm_options.purge) return;
+  uint64_t now = _mm_os_clock_ms();
   seg->purge_at = mm_purge_delay_end(now);
-  mm_purge_schedule(heap, seg->purge_at);
-  mm_purge_expired(heap, now);
+  _mm_purge_schedule(heap, seg->purge_at);
+  _mm_purge_expired(heap, now);
 }
 
 /* The kept empty segment, unused for the delay, gives back all but its
  * first MM_KEEP_BYTES. */
-void mm_span_purge_expired(mm_heap_t *heap, uint64_t now) {
+void _mm_span_purge_expired(mm_heap_t *heap, uint64_t now) {
   mm_segment_t *seg = heap->span_empty;
-  if (seg == NULL || !mm_options.purge) return;
+  if (seg == NULL || !_mm_options.purge) return;
   if (seg->purge_at > now) {
-    mm_purge_schedule(heap, seg->purge_at);
+    _mm_purge_schedule(heap, seg->purge_at);
     return;
   }
   size_t keep = MM_KEEP_BYTES >> MM_SPAN_SHIFT;
   if (seg->span_touched > keep) {
-    mm_os_purge(mm_span_area(seg) + (keep << MM_SPAN_SHIFT), (seg->span_touched - keep) << MM_SPAN_SHIFT);
+    _mm_os_purge(mm_span_area(seg) + (keep << MM_SPAN_SHIFT), (seg->span_touched - keep) << MM_SPAN_SHIFT);
     seg->span_touched = (uint32_t)keep;
     mm_span_t *run = mm_span_units(seg);
     mm_span_bin_remove(heap, run);
@@ -252,7 +252,7 @@ void mm_span_purge_expired(mm_heap_t *heap, uint64_t now) {
 }
 
 /* Returns the kept empty segment (mm_collect, thread exit). */
-void mm_span_collect(mm_heap_t *heap) {
+void _mm_span_collect(mm_heap_t *heap) {
   if (heap->span_empty == NULL) return;
   mm_span_segment_free(heap, heap->span_empty);
   heap->span_empty = NULL;
@@ -266,12 +266,12 @@ void mm_span_collect(mm_heap_t *heap) {
  * power of two, at most MM_SEGMENT_HEADER_SIZE: runs start at multiples of
  * 4 KiB, the area at a multiple of 128 KiB).  NULL (errno ENOMEM) when the
  * OS has no memory left. */
-void *mm_span_alloc(mm_heap_t *heap, size_t size, size_t alignment) {
+void *_mm_span_alloc(mm_heap_t *heap, size_t size, size_t alignment) {
   size_t units = mm_span_units_for(size);
   size_t slack = alignment > MM_SPAN_UNIT ? (alignment >> MM_SPAN_SHIFT) - 1 : 0;
   mm_span_t *run = mm_span_find(heap, units + slack);
   /* a run not resident comes second to a retired segment, which is */
-  bool new_segment = run == NULL || (run->resident < units + slack && mm_segment_retired_resident(heap, MM_SEGMENT_SPAN));
+  bool new_segment = run == NULL || (run->resident < units + slack && _mm_segment_retired_resident(heap, MM_SEGMENT_SPAN));
   if (new_segment && mm_span_segment_new(heap)) run = mm_span_find(heap, units + slack);
   if (run == NULL) return NULL;
   mm_segment_t *seg = mm_segment_of(run);
@@ -292,12 +292,12 @@ void *mm_span_alloc(mm_heap_t *heap, size_t size, size_t alignment) {
   heap->stats.blocks[mm_span_class(units)]++;
   mm_span_fault_in(heap, seg, i, units, resident);
   void *p = mm_span_area(seg) + (i << MM_SPAN_SHIFT);
-  if (mm_unlikely(mm_options.checked)) mm_checked_on_malloc(seg, p);
+  if (mm_unlikely(_mm_options.checked)) _mm_checked_on_malloc(seg, p);
   return p;
 }
 
 /* A free by the segment's owner. */
-void mm_span_free(mm_heap_t *heap, mm_segment_t *seg, void *p) {
+void _mm_span_free(mm_heap_t *heap, mm_segment_t *seg, void *p) {
   size_t i = mm_span_index(seg, p);
   size_t n = mm_span_units(seg)[i].units;
   MM_ASSERT(!mm_span_units(seg)[i].free && seg->used_pages > 0 && i + n <= MM_SPAN_UNITS);
@@ -308,16 +308,16 @@ void mm_span_free(mm_heap_t *heap, mm_segment_t *seg, void *p) {
 
 /* A free by any other thread: the owner frees the block when it drains its
  * delayed_free list. */
-void mm_span_free_remote(mm_segment_t *seg, void *p) {
-  mm_heap_delayed_push(seg->heap, (mm_block_t *)p);
+void _mm_span_free_remote(mm_segment_t *seg, void *p) {
+  _mm_heap_delayed_push(seg->heap, (mm_block_t *)p);
 }
 
 /* The class a live block counts under in the statistics. */
-unsigned mm_span_block_class(mm_segment_t *seg, const void *p) {
+unsigned _mm_span_block_class(mm_segment_t *seg, const void *p) {
   return mm_span_class(mm_span_units(seg)[mm_span_index(seg, p)].units);
 }
 
-size_t mm_span_usable_size(mm_segment_t *seg, const void *p) {
+size_t _mm_span_usable_size(mm_segment_t *seg, const void *p) {
   return (size_t)mm_span_units(seg)[mm_span_index(seg, p)].units << MM_SPAN_SHIFT;
 }
 
@@ -325,8 +325,8 @@ size_t mm_span_usable_size(mm_segment_t *seg, const void *p) {
  * a shrink frees the tail, a growth takes the front of the free run after
  * it.  False when that run is too short, or when the caller does not own
  * the segment. */
-bool mm_span_resize(mm_segment_t *seg, void *p, size_t size) {
-  mm_heap_t *heap = mm_heap_tls;
+bool _mm_span_resize(mm_segment_t *seg, void *p, size_t size) {
+  mm_heap_t *heap = _mm_heap_tls;
   if (seg->heap != heap) return false;
   mm_span_t *all = mm_span_units(seg);
   size_t i = mm_span_index(seg, p), n = all[i].units, want = mm_span_units_for(size);

@@ -22,27 +22,27 @@ static uintptr_t mm_stat_large_count, mm_stat_large_bytes;
 static uintptr_t mm_stat_in_use_peak;
 static uintptr_t mm_stat_orphan_blocks[MM_SIZE_CLASS_COUNT]; /* frees by threads without a heap */
 
-void mm_stats_mapped(intptr_t bytes) {
+void _mm_stats_mapped(intptr_t bytes) {
   uintptr_t now = mm_atomic_fetch_add(&mm_stat_mapped, (uintptr_t)bytes) + (uintptr_t)bytes;
   if (bytes > 0) mm_atomic_raise(&mm_stat_mapped_peak, now);
 }
 
-void mm_stats_segments(intptr_t count) {
+void _mm_stats_segments(intptr_t count) {
   mm_atomic_fetch_add(&mm_stat_segments, (uintptr_t)count);
 }
 
-void mm_stats_large(intptr_t count, intptr_t bytes) {
+void _mm_stats_large(intptr_t count, intptr_t bytes) {
   mm_atomic_fetch_add(&mm_stat_large_count, (uintptr_t)count);
   mm_atomic_fetch_add(&mm_stat_large_bytes, (uintptr_t)bytes);
-  if (bytes > 0) mm_stats_update_peak();
+  if (bytes > 0) _mm_stats_update_peak();
 }
 
 /* Usable bytes of the large blocks in use. */
-size_t mm_stats_large_bytes(void) {
+size_t _mm_stats_large_bytes(void) {
   return mm_atomic_load_relaxed(&mm_stat_large_bytes);
 }
 
-void mm_stats_orphan_free(unsigned size_class) {
+void _mm_stats_orphan_free(unsigned size_class) {
   mm_atomic_fetch_add(&mm_stat_orphan_blocks[size_class], (uintptr_t)-1);
 }
 
@@ -50,34 +50,34 @@ void mm_stats_orphan_free(unsigned size_class) {
  * are racy by design (word-sized, so never torn). */
 static intptr_t mm_stats_class_blocks(unsigned c) {
   intptr_t n = (intptr_t)mm_atomic_load_relaxed(&mm_stat_orphan_blocks[c]);
-  for (mm_heap_t *h = (mm_heap_t *)mm_atomic_load_acquire((uintptr_t *)&mm_heaps_all); h != NULL; h = h->all_next)
+  for (mm_heap_t *h = (mm_heap_t *)mm_atomic_load_acquire((uintptr_t *)&_mm_heaps_all); h != NULL; h = h->all_next)
     n += ((volatile intptr_t *)h->stats.blocks)[c];
   return n;
 }
 
 static intptr_t mm_stats_class_pages(unsigned c) {
   intptr_t n = 0;
-  for (mm_heap_t *h = (mm_heap_t *)mm_atomic_load_acquire((uintptr_t *)&mm_heaps_all); h != NULL; h = h->all_next)
+  for (mm_heap_t *h = (mm_heap_t *)mm_atomic_load_acquire((uintptr_t *)&_mm_heaps_all); h != NULL; h = h->all_next)
     n += ((volatile intptr_t *)h->stats.pages)[c];
   return n;
 }
 
 /* Counts every page of the heap; only its owner may call this. */
-void mm_stats_count_heap(mm_heap_t *heap) {
+void _mm_stats_count_heap(mm_heap_t *heap) {
   for (unsigned c = 0; c < MM_SIZE_CLASS_COUNT; c++)
     for (mm_page_t *page = heap->queues[c].first; page != NULL; page = page->next) mm_stats_count_page(heap, page);
   for (mm_page_t *page = heap->full.first; page != NULL; page = page->next) mm_stats_count_page(heap, page);
 }
 
 static size_t mm_stats_in_use(void) {
-  if (mm_heap_tls != &mm_heap_empty) mm_stats_count_heap(mm_heap_tls);
+  if (_mm_heap_tls != &_mm_heap_empty) _mm_stats_count_heap(_mm_heap_tls);
   intptr_t bytes = (intptr_t)mm_atomic_load_relaxed(&mm_stat_large_bytes);
   for (unsigned c = 0; c < MM_SIZE_CLASS_COUNT; c++)
     bytes += mm_stats_class_blocks(c) * (intptr_t)mm_size_class_size(c);
   return bytes < 0 ? 0 : (size_t)bytes;
 }
 
-void mm_stats_update_peak(void) {
+void _mm_stats_update_peak(void) {
   mm_atomic_raise(&mm_stat_in_use_peak, mm_stats_in_use());
 }
 

@@ -93,7 +93,7 @@ typedef enum mm_delayed_e {
  * that line would take it out of the owner's cache every time. */
 typedef struct __attribute__((aligned(64))) mm_page_remote_s {
   uintptr_t xthread_free; /* atomic: count << 48 | blocks freed by other threads | mm_delayed_t tag */
-  uint8_t size_class;     /* the page's, set with it (mm_page_init) */
+  uint8_t size_class;     /* the page's, set with it (_mm_page_init) */
   uint8_t has_aligned;    /* the page's, set before the first inner aligned address is handed out */
 } mm_page_remote_t;
 
@@ -190,7 +190,7 @@ struct mm_segment_s {
   mm_slot_memory_t slot_memory[MM_MAX_PAGES]; /* (page.c) */
   mm_page_shrunk_t page_shrunk[MM_MAX_PAGES]; /* what each live page gave back (shrink.c) */
   mm_page_remote_t remote[MM_MAX_PAGES]; /* what other threads touch of each page (page.c) */
-  uint64_t purge_at;      /* retired, or a heap's empty span segment: when (ms, mm_os_clock_ms)
+  uint64_t purge_at;      /* retired, or a heap's empty span segment: when (ms, _mm_os_clock_ms)
                              its memory may go back to the OS if still unused (segment.c) */
 };
 

@@ -18,17 +18,17 @@ MAX_DESCRIPTION = 160   # characters: one line of the rendered table
 
 
 def options_from_code(text):
-    """{name: (default, range)} from the initializer and mm_options_init."""
-    init = re.search(r"mm_options_t mm_options = \{(.*?)\};", text, re.S)
+    """{name: (default, range)} from the initializer and _mm_options_init."""
+    init = re.search(r"mm_options_t _mm_options = \{(.*?)\};", text, re.S)
     if not init:
-        raise SystemExit("env_table.py: no mm_options initializer in options.c")
+        raise SystemExit("env_table.py: no _mm_options initializer in options.c")
     defaults = dict(re.findall(r"\.(\w+)\s*=\s*([^,\n]+),", init.group(1)))
     options = {}
     for kind, name, field, limit in re.findall(
-            r'mm_option_(flag|number)\("(MANYMALLOC_\w+)",\s*mm_options\.(\w+)(?:,\s*([^)]+))?\)', text):
+            r'mm_option_(flag|number)\("(MANYMALLOC_\w+)",\s*_mm_options\.(\w+)(?:,\s*([^)]+))?\)', text):
         value = defaults.get(field)
         if value is None:
-            raise SystemExit(f"env_table.py: {name} reads mm_options.{field}, which has no default")
+            raise SystemExit(f"env_table.py: {name} reads _mm_options.{field}, which has no default")
         if kind == "flag":
             options[name] = ({"true": "1", "false": "0"}[value.strip()], "0, 1")
         else:

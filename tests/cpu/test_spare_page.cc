@@ -1,6 +1,6 @@
-// The spare page a class keeps (src/cpu/page.c, mm_page_retire): an empty
+// The spare page a class keeps (src/cpu/page.c, _mm_page_retire): an empty
 // second page stays with its class, a third goes back to its segment, and
-// mm_collect and growth at the heap's peak (mm_heap_release_spares) give
+// mm_collect and growth at the heap's peak (_mm_heap_release_spares) give
 // the spare back.  A program of its own: the peak case needs a heap whose
 // statistics only its own blocks moved (a thread that freed other threads'
 // blocks counts them out of its heap, and a later thread may adopt that
@@ -60,7 +60,7 @@ void free_intact(const std::vector<Block> &blocks) {
 // of the class, which then become the first of the four, and with empty
 // pages of larger classes, which lend it blocks: those are set aside),
 // then the blocks of the second page freed.  That page stays as the
-// class's spare (page.c, mm_page_retire).  Then `then(third_page)` runs,
+// class's spare (page.c, _mm_page_retire).  Then `then(third_page)` runs,
 // after which the class should hold `left` pages of those four.  The
 // blocks still live keep their content.
 constexpr size_t kSpareSize = 5120;  // about 50 blocks a page
@@ -105,7 +105,7 @@ TEST(SparePage, CollectGivesTheSparePageBack) {
   with_a_spare_page([](std::vector<Block> &) { mm_collect(); }, 3, "mm_collect should give the spare back");
 }
 
-// Growth at the heap's peak gives the spare back (mm_heap_release_spares):
+// Growth at the heap's peak gives the spare back (_mm_heap_release_spares):
 // the heap grows by 1 KiB blocks until its use passes the highest it had
 // (an adopted heap may have had up to tens of MiB in use), 64 MiB at most.
 TEST(SparePage, GrowthAtThePeakGivesTheSparePageBack) {
