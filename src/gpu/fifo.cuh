@@ -11,7 +11,6 @@
 #include "types.cuh"
 #include "warp.cuh"
 
-using xmc_atomic_i32 = cuda::atomic_ref<int32_t, cuda::thread_scope_device>;
 
 __device__ __forceinline__ uint32_t xmc_msg_seq(uint64_t m) { return (uint32_t)m; }
 __device__ __forceinline__ uint32_t xmc_msg_payload(uint64_t m) { return (uint32_t)(m >> 32); }
