@@ -3,7 +3,7 @@
 // error, a crash or a hang of one allocator costs one case, reported as
 // "failed" or "timeout", and not the run.
 //
-//   <binary> [--alloc a,b] [--bench x,y] [--timeout S] [--out results.csv]
+//   <binary> [--alloc a,b] [--bench x,y] [--config c,d] [--timeout S] [--out results.csv]
 //   <binary> --child ALLOC BENCH CONFIG PARAM      (one case, rows on stdout)
 #include <poll.h>
 #include <signal.h>
@@ -165,26 +165,27 @@ static int bench_child_main(char **argv, const BenchAllocator *allocators, int c
 }
 
 static int bench_usage(const char *self) {
-  fprintf(stderr, "usage: %s [--alloc a,b] [--bench x,y] [--timeout S] [--out FILE]\n", self);
+  fprintf(stderr, "usage: %s [--alloc a,b] [--bench x,y] [--config c,d] [--timeout S] [--out FILE]\n", self);
   return 2;
 }
 
 int bench_main(int argc, char **argv, const BenchAllocator *allocators, int count) {
   if (argc == 6 && strcmp(argv[1], "--child") == 0) return bench_child_main(argv + 2, allocators, count);
-  std::string only_alloc, only_bench;
+  std::string only_alloc, only_bench, only_config;
   double timeout_s = 10;
   FILE *out = stdout;
   for (int i = 1; i < argc; i += 2) {
     if (i + 1 == argc) return bench_usage(argv[0]);
     if (strcmp(argv[i], "--alloc") == 0) only_alloc = argv[i + 1];
     else if (strcmp(argv[i], "--bench") == 0) only_bench = argv[i + 1];
+    else if (strcmp(argv[i], "--config") == 0) only_config = argv[i + 1];
     else if (strcmp(argv[i], "--timeout") == 0) timeout_s = atof(argv[i + 1]);
     else if (strcmp(argv[i], "--out") != 0) return bench_usage(argv[0]);
     else if (!(out = fopen(argv[i + 1], "w"))) { perror(argv[i + 1]); return 2; }
   }
   bench_print_meta(out, timeout_s);
   for (const BenchCase &c : bench_plan()) {
-    if (!bench_listed(only_bench, c.bench)) continue;
+    if (!bench_listed(only_bench, c.bench) || !bench_listed(only_config, c.config)) continue;
     for (int i = 0; i < count; ++i) {
       const BenchAllocator &a = allocators[i];
       if (!bench_listed(only_alloc, a.name) || !a.supports(c)) continue;

@@ -82,7 +82,8 @@ TEST_F(XmcCxx, NewAndDeleteUseTheHeapAndRunConstructorsAndDestructors) {
   LAUNCH_OK(k_new_objects<<<64, 256>>>(ptrs.ptr, usable.ptr));
   for (size_t u : usable.host()) ASSERT_GE(u, sizeof(Tracked)) << "new did not come from the XMalloc heap";
   EXPECT_GE(bytes_in_use(), n * sizeof(Tracked));
-  std::vector<void *> blocks(ptrs.host().begin(), ptrs.host().end());
+  const std::vector<Tracked *> got = ptrs.host();
+  const std::vector<void *> blocks(got.begin(), got.end());
   gt_expect_disjoint(blocks, std::vector<size_t>(n, sizeof(Tracked)));
   LAUNCH_OK(k_delete_objects<<<64, 256>>>(ptrs.ptr, bad.ptr));
   EXPECT_EQ(0, bad.host()[0]);
@@ -191,8 +192,8 @@ TEST_F(XmcCxx, OverAlignedNewIsAligned) {
   EXPECT_EQ(0u, st.invalid_frees);
 }
 
-// Each thread takes 64 KiB objects until nothrow new says no; the heap then
-// serves again once they are deleted.
+// Each lane of one warp takes 64 KiB objects until nothrow new says no; once
+// every lane has deleted its own, the heap serves each lane again.
 struct Slab {
   uint8_t bytes[64 << 10];
   Slab *next;
@@ -215,6 +216,7 @@ __global__ void k_exhaust(int *nulls, int *bad) {
     delete head;
     head = next;
   }
+  __syncwarp();
   Slab *again = new (xmc::nothrow) Slab(nullptr);
   if (!again) atomicAdd(bad, 1);
   delete again;
@@ -224,7 +226,7 @@ TEST_F(XmcCxx, NothrowNewReturnsNullWhenTheHeapIsFullAndRecovers) {
   init(16 << 20);
   cx_reset();
   DeviceArray<int> nulls(1), bad(1);
-  LAUNCH_OK(k_exhaust<<<1, 64>>>(nulls.ptr, bad.ptr));
+  LAUNCH_OK(k_exhaust<<<1, 32>>>(nulls.ptr, bad.ptr));
   EXPECT_GT(nulls.host()[0], 0) << "16 MiB cannot hold 4096 x 64 KiB per thread";
   EXPECT_EQ(0, bad.host()[0]) << "after the deletes, the heap serves again";
   const Counts c = cx_counts();
