@@ -29,6 +29,9 @@
 #include "manymalloc/xmalloc.cuh"
 #include "manymalloc/xmalloc_allocator.cuh"
 
+// Defined in the device pass only: nvcc would otherwise take these for the
+// host's replacements too (the built-ins are declared __host__ __device__).
+#ifdef __CUDA_ARCH__
 #pragma nv_diag_suppress 2620   // "declaring a new or delete operator inline is nonstandard"
 
 __device__ inline void *operator new(size_t n) { return xmcMalloc(n); }
@@ -51,6 +54,7 @@ __device__ inline void operator delete(void *p, size_t, std::align_val_t) noexce
 __device__ inline void operator delete[](void *p, size_t, std::align_val_t) noexcept { xmcFree(p); }
 
 #pragma nv_diag_default 2620
+#endif  // __CUDA_ARCH__
 
 // `new (xmc::nothrow) T`: a noexcept operator new, so the compiler checks
 // its result before constructing. The matching deletes are what C++ pairs
