@@ -155,14 +155,10 @@ static __device__ void xmc_free_compartments(unsigned group, const xmc_block &b)
 }
 
 // Clears the live mark of a Basicblock freed alone: in its tag (taken from
-// the buffers) or in its Superblock's mask. A live block is marked in
-// exactly one of them, and nobody else marks it while it is live, so both
-// atomics go out at once (one round trip, not two). False: it was not live.
+// the buffers), else in its Superblock's mask. False: it was not live.
 static __device__ bool xmc_basicblock_unlive(char *chunk, xmc_mb *mb, uint32_t index) {
   uint64_t t;
-  const bool by_tag = xmc_chunk_unlive(chunk, &t);
-  const bool by_mask = xmc_sb_unmark_live(mb, 1u << index) != 0;
-  return by_tag || by_mask;
+  return xmc_chunk_unlive(chunk, &t) || xmc_sb_unmark_live(mb, 1u << index);
 }
 
 // Lanes of `group` free Basicblocks of one Superblock. A lane alone parks
