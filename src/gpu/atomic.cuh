@@ -10,9 +10,9 @@
 //   where the result is unused).
 // - Relaxed plain loads and stores that atomic_ref cannot express as one
 //   instruction: a byte (atomic_ref<uint8_t> is emulated with a CAS loop on
-//   the enclosing word) and a 32-byte row read as two vector loads. These are
-//   the only inline PTX.
-// - The lane id, the SM id and the lane masks come from cuda::ptx.
+//   the enclosing word) and a 32-byte row read as two vector loads. These and
+//   the SM id below are the only inline PTX.
+// - The lane id and the lane masks come from cuda::ptx.
 #pragma once
 #include <cstdint>
 #include <cuda/atomic>
@@ -70,6 +70,13 @@ __device__ __forceinline__ void xmc_relaxed_load_row8(const uint32_t *row, uint3
 // ---- special registers -----------------------------------------------------------
 
 __device__ __forceinline__ unsigned xmc_lane_id() { return cuda::ptx::get_sreg_laneid(); }
-__device__ __forceinline__ unsigned xmc_sm_id() { return cuda::ptx::get_sreg_smid(); }
+// %smid read as a volatile asm, as CUDA's own headers do: cuda::ptx's
+// non-volatile read let the compiler hoist it in the allocation path, which
+// ran alloc-all about 5% slower (docs/decisions/0061-gpu-atomics-layer.md).
+__device__ __forceinline__ unsigned xmc_sm_id() {
+  unsigned sm;
+  asm volatile("mov.u32 %0, %%smid;" : "=r"(sm));
+  return sm;
+}
 __device__ __forceinline__ unsigned xmc_lanemask_eq() { return cuda::ptx::get_sreg_lanemask_eq(); }
 __device__ __forceinline__ unsigned xmc_lanemask_lt() { return cuda::ptx::get_sreg_lanemask_lt(); }
