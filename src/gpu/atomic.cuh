@@ -70,9 +70,9 @@ __device__ __forceinline__ void xmc_relaxed_load_row8(const uint32_t *row, uint3
 // ---- special registers -----------------------------------------------------------
 
 __device__ __forceinline__ unsigned xmc_lane_id() { return cuda::ptx::get_sreg_laneid(); }
-// %smid read as a volatile asm, as CUDA's own headers do: cuda::ptx's
-// non-volatile read let the compiler hoist it in the allocation path, which
-// ran alloc-all about 5% slower (docs/decisions/0061-gpu-atomics-layer.md).
+// %smid read as a volatile asm: cuda::ptx's non-volatile read lets the
+// compiler hoist it in the allocation path, which then runs slower
+// (docs/decisions/0061-gpu-atomics-layer.md).
 __device__ __forceinline__ unsigned xmc_sm_id() {
   unsigned sm;
   asm volatile("mov.u32 %0, %%smid;" : "=r"(sm));

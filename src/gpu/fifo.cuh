@@ -35,8 +35,8 @@ __device__ inline void xmc_fifo_init(xmc_fifo *f, uint64_t *slots, uint32_t capa
 // its Superblock's state), for whichever dequeuer acquires the message, and
 // the tail's chain, which passes the room's dequeues on to whichever
 // enqueuer gets the slot: the claim and the store themselves need no
-// ordering of their own (an acq_rel claim and a release store each fenced:
-// free-all 16 B -6.5%, churn +1.6% with the one fence).
+// ordering of their own, and two fences cost frees time
+// (docs/decisions/0065-gpu-fifo-enqueue-fetch-add.md).
 __device__ inline bool xmc_fifo_enqueue(xmc_fifo *f, uint32_t payload) {
   xmc_atomic_i32 room(f->room);
   if (room.fetch_sub(1, cuda::memory_order_acquire) <= 0) {

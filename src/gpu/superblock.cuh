@@ -194,7 +194,7 @@ static __device__ __noinline__ void xmc_sb_spare_make(unsigned i, int cls) {
 // if the heap is exhausted. The cursor is left as the claims found it (used
 // up, or no Superblock yet) until then: a marker stored first would only
 // make the release of the new word wait for it, and the waiting claims
-// longer (measured: alloc-all 16 / 64 B +3%, MilThreads 32 lanes -2.5%).
+// longer (docs/decisions/0067-gpu-superblock-cursors.md).
 static __device__ __noinline__ xmc_mb *xmc_sb_cursor_install(unsigned i, int cls, uint32_t first) {
   xmc_atomic_u64 cursor = xmc_cursor(i);
   const uint32_t spare = xmc_cursor_spare(i).exchange(xmc_nil, cuda::memory_order_acquire);
