@@ -210,7 +210,10 @@ def columns(allocs, extra=(), floor=False):
 
 
 def sweep_section(res, title, bench, params, label, metric, cols):
+    """A table of one metric over params; nothing when no case of it ran."""
     body = [[label(p)] + [res.cell(bench, a, c, p, metric) for _, a, c in cols] for p in params]
+    if not any(cell for line in body for cell in line[1:]):
+        return ""
     return f"## {title}\n\n" + table([""] + [h for h, _, _ in cols], body)
 
 
@@ -219,6 +222,8 @@ def scaling_section(res, allocs):
     header = ["threads"]
     for h, _, _ in cols:
         header += [f"{h} ns/pair", f"{h} speedup"]
+    if not any(res.value("scaling", a, c, t, "ns_per_pair") for t in THREADS for _, a, c in cols):
+        return ""
     body = []
     for t in THREADS:
         line = [t]
@@ -300,7 +305,7 @@ def write_report(res, rows, meta, allocs, out):
              graph_section(res, allocs),
              problems_section(rows)]
     with open(os.path.join(out, "report.md"), "w") as f:
-        f.write("\n".join(parts))
+        f.write("\n".join(p for p in parts if p))
 
 
 # ---- plots ----------------------------------------------------------------------------
