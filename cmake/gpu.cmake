@@ -1,8 +1,8 @@
 # cmake/gpu.cmake: how a CUDA program links the GPU allocator (manymalloc_gpu,
 # relocatable device code). With device link-time optimization (nvcc -dlto)
 # xmcMalloc and xmcFree are inlined into the caller's kernels instead of
-# being called across the library boundary: measured on an H200, MilThreads
-# 5-10% faster and alloc-all 9-22% (docs/gpu-design.md). The library carries
+# being called across the library boundary, which is faster
+# (docs/decisions/0063-gpu-device-lto.md). The library carries
 # both machine code (sm_90) and LTO IR (lto_90), so callers may link either way.
 #
 # MANYMALLOC_GPU_LTO: AUTO (default) links this project's GPU programs with

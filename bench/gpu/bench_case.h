@@ -28,7 +28,7 @@ inline bool BenchConfig::parse(const std::string &name, BenchConfig *out) {
 }
 
 struct BenchCase {
-  std::string bench;    // milthreads, scaling, alloc_all, churn, warp_alloc, fill
+  std::string bench;    // milthreads, scaling, alloc_all, churn, warp_alloc, fill, graph
   std::string config;   // a BenchConfig name
   long param;           // lanes, threads or block size (0: mixed sizes)
 };

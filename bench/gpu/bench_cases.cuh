@@ -1,6 +1,5 @@
-// bench/gpu: the host side of each benchmark case: heap size, launches, timed
-// repetitions and the rows it reports. bench_run_case<Heap> is the entry point
-// of a child process (see bench_runner.cpp).
+// bench/gpu: the host side of each benchmark case but the graph's
+// (bench_graph.cuh): launches, timed repetitions and the rows it reports.
 #pragma once
 #include <algorithm>
 #include <vector>
@@ -70,17 +69,20 @@ private:
 template <class Heap>
 void bench_case_milthreads(BenchRun<Heap> &run, int lanes) {
   unsigned launched = unsigned(bench_threads * (32ull / lanes));
-  std::vector<double> ns;
+  std::vector<double> ns[2];
   for (int rep = 0; run.reps.next(rep); ++rep) {
     run.begin_rep();
-    run.timer.start();
-    bench_milthreads_kernel<Heap><<<bench_grid(launched), bench_block>>>(launched, lanes, 1, 8,
-                                                                         run.counters());
-    float ms = run.timer.stop_ms();
+    for (int pass = 0; pass < 2; ++pass) {   // the second on the heap the first left
+      run.timer.start();
+      bench_milthreads_kernel<Heap><<<bench_grid(launched), bench_block>>>(launched, lanes, 1, 8,
+                                                                           run.counters());
+      float ms = run.timer.stop_ms();
+      if (!BenchRepetitions::warmup(rep)) ns[pass].push_back(ms * 1e6 / bench_threads);
+    }
     run.end_rep();
-    if (!BenchRepetitions::warmup(rep)) ns.push_back(ms * 1e6 / bench_threads);
   }
-  run.emit("ns_per_pair", ns, "ns");
+  run.emit("ns_per_pair", ns[0], "ns");
+  run.emit("ns_per_pair_steady", ns[1], "ns");
 }
 
 // param = threads; 8-byte pairs, up to 1024 per thread and 2^20 in all
@@ -110,28 +112,33 @@ using BenchBlocksKernel = void (*)(void **, unsigned, size_t, uint32_t, BenchCou
 // Times `alloc` (reported per thread, in G allocations/s) and then `release`
 // of what it took (ms), apart, on a fresh heap each repetition; `check` reads
 // every block back between them, untimed, so that the freeing kernel times
-// frees alone.
+// frees alone. The pair then runs again on the heap the first left (the
+// "_steady" rows: what a long-running code sees).
 template <class Heap>
 void bench_time_alloc_then_free(BenchRun<Heap> &run, size_t size, BenchBlocksKernel alloc,
                                 BenchBlocksKernel check, BenchBlocksKernel release) {
   unsigned grid = bench_grid(bench_threads);
-  std::vector<double> gops, free_ms;
+  std::vector<double> gops[2], free_ms[2];
   for (int rep = 0; run.reps.next(rep); ++rep) {
     run.begin_rep();
-    run.timer.start();
-    alloc<<<grid, bench_block>>>(run.ptrs(), bench_threads, size, rep, run.counters());
-    float alloc_ms = run.timer.stop_ms();
-    check<<<grid, bench_block>>>(run.ptrs(), bench_threads, size, rep, run.counters());
-    run.timer.start();
-    release<<<grid, bench_block>>>(run.ptrs(), bench_threads, size, rep, run.counters());
-    float release_ms = run.timer.stop_ms();
+    for (int pass = 0; pass < 2; ++pass) {
+      run.timer.start();
+      alloc<<<grid, bench_block>>>(run.ptrs(), bench_threads, size, rep, run.counters());
+      float alloc_ms = run.timer.stop_ms();
+      check<<<grid, bench_block>>>(run.ptrs(), bench_threads, size, rep, run.counters());
+      run.timer.start();
+      release<<<grid, bench_block>>>(run.ptrs(), bench_threads, size, rep, run.counters());
+      float release_ms = run.timer.stop_ms();
+      if (BenchRepetitions::warmup(rep)) continue;
+      gops[pass].push_back(bench_threads / (alloc_ms * 1e6));
+      free_ms[pass].push_back(release_ms);
+    }
     run.end_rep();
-    if (BenchRepetitions::warmup(rep)) continue;
-    gops.push_back(bench_threads / (alloc_ms * 1e6));
-    free_ms.push_back(release_ms);
   }
-  run.emit("alloc_gops", gops, "G/s");
-  run.emit("free_ms", free_ms, "ms");
+  run.emit("alloc_gops", gops[0], "G/s");
+  run.emit("free_ms", free_ms[0], "ms");
+  run.emit("alloc_gops_steady", gops[1], "G/s");
+  run.emit("free_ms_steady", free_ms[1], "ms");
 }
 
 // param = block size (0: mixed 16 B..4 KiB); alloc-all and free-all timed apart.
@@ -144,28 +151,33 @@ void bench_case_alloc_all(BenchRun<Heap> &run, size_t size) {
 constexpr int bench_churn_rounds = 10;
 
 // Mixed sizes: alloc-all, then rounds in which every thread frees its block and
-// allocates one of another size; the rounds are timed together.
+// allocates one of another size; the rounds are timed together, ten and
+// then ten more.
 template <class Heap>
 void bench_case_churn(BenchRun<Heap> &run) {
   unsigned grid = bench_grid(bench_threads);
-  std::vector<double> gops;
+  std::vector<double> gops[2];
   for (int rep = 0; run.reps.next(rep); ++rep) {
     run.begin_rep();
     bench_alloc_all_kernel<Heap><<<grid, bench_block>>>(run.ptrs(), bench_threads, 0, 0,
                                                         run.counters());
-    run.timer.start();
-    for (uint32_t round = 1; round <= bench_churn_rounds; ++round)
-      bench_churn_kernel<Heap><<<grid, bench_block>>>(run.ptrs(), bench_threads, round,
-                                                      run.counters());
-    float ms = run.timer.stop_ms();
-    bench_check_all_kernel<Heap><<<grid, bench_block>>>(run.ptrs(), bench_threads, 0,
-                                                        bench_churn_rounds, run.counters());
-    bench_free_all_kernel<Heap><<<grid, bench_block>>>(run.ptrs(), bench_threads, 0,
-                                                       bench_churn_rounds, run.counters());
+    uint32_t round = 0;
+    for (int pass = 0; pass < 2; ++pass) {   // the second goes on from the first's heap
+      run.timer.start();
+      for (int k = 0; k < bench_churn_rounds; ++k)
+        bench_churn_kernel<Heap><<<grid, bench_block>>>(run.ptrs(), bench_threads, ++round,
+                                                        run.counters());
+      float ms = run.timer.stop_ms();
+      if (!BenchRepetitions::warmup(rep)) gops[pass].push_back(bench_churn_rounds * bench_threads / (ms * 1e6));
+    }
+    bench_check_all_kernel<Heap><<<grid, bench_block>>>(run.ptrs(), bench_threads, 0, round,
+                                                        run.counters());
+    bench_free_all_kernel<Heap><<<grid, bench_block>>>(run.ptrs(), bench_threads, 0, round,
+                                                       run.counters());
     run.end_rep();
-    if (!BenchRepetitions::warmup(rep)) gops.push_back(bench_churn_rounds * bench_threads / (ms * 1e6));
   }
-  run.emit("churn_gops", gops, "G/s");
+  run.emit("churn_gops", gops[0], "G/s");
+  run.emit("churn_gops_steady", gops[1], "G/s");
 }
 
 // param = bytes per thread; lane 0 allocates for its warp. Reported per
@@ -194,37 +206,4 @@ void bench_case_fill(BenchRun<Heap> &run, size_t size) {
   BenchCounters c = run.end_rep();
   run.emit("heap_fraction", {double(c.bytes) / bench_fill_heap}, "", 1);
   run.emit("fill_ms", {ms}, "ms", 1);
-}
-
-// ---- dispatch -------------------------------------------------------------------
-
-// The heap each benchmark gets: room for its blocks twice over, at least 1 GiB.
-inline size_t bench_heap_bytes(const BenchCase &c) {
-  if (c.bench == "fill") return bench_fill_heap;
-  if (c.bench == "alloc_all" || c.bench == "churn") {
-    size_t block = c.bench == "alloc_all" && c.param ? size_t(c.param) : bench_max_size;
-    return std::max(bench_gib, 2 * bench_threads * block);
-  }
-  return bench_gib;
-}
-
-template <class Heap>
-int bench_run_case(const char *name, const BenchCase &c) {
-  BenchConfig config;
-  if (!BenchConfig::parse(c.config, &config) || !Heap::supports(c)) {
-    fprintf(stderr, "%s: no configuration %s\n", name, c.config.c_str());
-    return 2;
-  }
-  BenchRun<Heap> run(name, c, bench_heap_bytes(c), config);
-  if (c.bench == "milthreads") bench_case_milthreads(run, int(c.param));
-  else if (c.bench == "scaling") bench_case_scaling(run, unsigned(c.param));
-  else if (c.bench == "alloc_all") bench_case_alloc_all(run, size_t(c.param));
-  else if (c.bench == "churn") bench_case_churn(run);
-  else if (c.bench == "warp_alloc") bench_case_warp_alloc(run, size_t(c.param));
-  else if (c.bench == "fill") bench_case_fill(run, size_t(c.param));
-  else {
-    fprintf(stderr, "no benchmark %s\n", c.bench.c_str());
-    return 2;
-  }
-  return 0;
 }

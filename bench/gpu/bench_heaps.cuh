@@ -3,6 +3,7 @@
 //   static void init(size_t bytes, const BenchConfig &)
 //   static void shutdown()                      back to an empty heap
 //   __device__ static void *alloc(size_t) / release(void *)
+//   static bool held_bytes(size_t *)            the heap's own count of bytes held, if it keeps one
 #pragma once
 #include <manymalloc/xmalloc.cuh>
 #include "bench_case.h"
@@ -21,6 +22,7 @@ struct BenchHeapCuda {
     limit_set = true;
   }
   static void shutdown() {}
+  static bool held_bytes(size_t *) { return false; }
   __device__ static void *alloc(size_t n) { return malloc(n); }
   __device__ static void release(void *p) { free(p); }
 };
@@ -36,6 +38,12 @@ struct BenchHeapXmc {
     check(xmcInitWithConfig(bytes, c), "xmcInitWithConfig");
   }
   static void shutdown() { check(xmcShutdown(), "xmcShutdown"); }
+  static bool held_bytes(size_t *bytes) {
+    xmcStats st;
+    check(xmcGetStats(&st), "xmcGetStats");
+    *bytes = st.bytes_in_use;
+    return true;
+  }
   __device__ static void *alloc(size_t n) { return xmcMalloc(n); }
   __device__ static void release(void *p) { xmcFree(p); }
 
@@ -66,6 +74,7 @@ struct BenchHeapFloor {
     BENCH_CUDA(cudaMemcpyToSymbol(bench_floor_slots, &slots, sizeof slots));
   }
   static void shutdown() {}
+  static bool held_bytes(size_t *) { return false; }
   __device__ static void *alloc(size_t n) {
     size_t t = size_t(blockIdx.x) * blockDim.x + threadIdx.x;
     return n <= sizeof(uint2) && t < max_threads ? &bench_floor_slots[t] : nullptr;

@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
-"""bench/gpu/report.py: tables (report.md) and plots (bench.png) from the CSV
-files xmc_bench writes, ours and CUDA's malloc beside the goals of the issue.
+"""bench/gpu/report.py: tables (report.md) and plots (bench.png, and
+vs_gallatin.png where Gallatin's results are given) from the CSV files
+xmc_bench writes, ours and CUDA's malloc beside the goals of the issues.
 Further CSV files of the same format (another allocator run on the same
 cases) are merged in as extra columns.
 
@@ -36,6 +37,21 @@ GOALS = [
     ("free-all, slowest size 16 B..4 KiB (ms)", "alloc_all", "max", "free_ms", "133-461", "0.017-0.029", 0.03, "<="),
     ("heap usable, worst size 16 B..4 KiB + mixed", "fill", "min", "heap_fraction", "", "", 0.85, ">="),
 ]
+
+
+def size_label(s):
+    return "mixed" if s == 0 else (f"{s // 1024} KiB" if s >= 1024 else f"{s} B")
+
+
+# The cells where ours must run at >= 1.5x Gallatin's speed, each on a fresh
+# heap and again on the heap the first run left ("_steady"): (label, bench,
+# param, metric, lower is better).
+GALLATIN_CELLS = (
+    [(f"MilThreads {l} lane{'s' if l > 1 else ''}", "milthreads", l, "ns_per_pair", True) for l in (1, 8, 32)]
+    + [(f"alloc-all {size_label(s)}", "alloc_all", s, "alloc_gops", False) for s in SIZES]
+    + [(f"free-all {size_label(s)}", "alloc_all", s, "free_ms", True) for s in SIZES]
+    + [("churn (mixed)", "churn", 0, "churn_gops", False)])
+GALLATIN_GOAL = 1.5
 
 
 def load(paths):
@@ -97,10 +113,6 @@ def fmt(v):
     return f"{v:.3g}" if a < 1000 else f"{v:.0f}"
 
 
-def size_label(s):
-    return "mixed" if s == 0 else (f"{s // 1024} KiB" if s >= 1024 else f"{s} B")
-
-
 def table(header, body):
     out = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
     out += ["| " + " | ".join(str(c) for c in line) + " |" for line in body]
@@ -141,6 +153,52 @@ def goals_section(res, allocs):
     return "## Goals of the issue\n\n" + table(header, body)
 
 
+def speedup(res, bench, param, metric, lower):
+    """Ours over Gallatin's speed in one cell, or None."""
+    ours = res.value(bench, "xmc", "default", param, metric)
+    theirs = res.value(bench, "gallatin", "default", param, metric)
+    if not ours or not theirs:
+        return None
+    return theirs / ours if lower else ours / theirs
+
+
+def gallatin_section(res):
+    header = ["cell", "manymalloc", "Gallatin", "speed ratio", "manymalloc steady", "Gallatin steady",
+              "speed ratio steady", f">= {GALLATIN_GOAL}x"]
+    body = []
+    for label, bench, param, metric, lower in GALLATIN_CELLS:
+        line, met = [label], True
+        for m in (metric, metric + "_steady"):
+            r = speedup(res, bench, param, m, lower)
+            met = met and r is not None and r >= GALLATIN_GOAL
+            line += [res.cell(bench, "xmc", "default", param, m), res.cell(bench, "gallatin", "default", param, m),
+                     fmt(r) + "x" if r else "-"]
+        body.append(line + ["yes" if met else "NO"])
+    return ("## Against Gallatin, cell by cell\n\nSpeed ratio: Gallatin's time over ours (ns, ms) or our "
+            "rate over Gallatin's (G/s). 'steady': the same kernel run again on the heap the first run "
+            "left, without re-initializing it (what a long-running code sees).\n\n"
+            + table(header, body))
+
+
+def graph_section(res, allocs):
+    cols = [a for a in ["xmc"] + allocs if a not in ("floor",)]
+    cols = list(dict.fromkeys(cols))
+    metrics = [("insert_medges", "inserts M edges/s"), ("delete_medges", "deletes M edges/s"),
+               ("held_mib_inserted", "heap held after inserts MiB"),
+               ("held_mib_deleted", "heap held after deletes MiB"),
+               ("arrays_mib_inserted", "arrays after inserts MiB"),
+               ("arrays_mib_deleted", "arrays after deletes MiB")]
+    body = [[NAMES.get(a, a)] + [res.cell("graph", a, "default", 0, m) for m, _ in metrics] for a in cols]
+    return ("## Dynamic graph\n\n2^20 vertices, each with an adjacency array on the heap; 2^24 edges "
+            "inserted in 16 batches (sources skewed: the top vertex gets about 1/1024 of the edges), "
+            "one thread per vertex of a batch growing its array by allocate-copy-free to the next "
+            "power of two; then three edges in four deleted in 16 batches, arrays shrunk to twice their "
+            "size when a quarter full and freed when empty. Checked against a host model after each "
+            "phase of the first run. 'arrays': the bytes of the arrays the vertices hold (the same for "
+            "every allocator); 'heap held': the allocator's own count of bytes in use, where it keeps "
+            "one.\n\n" + table(["allocator"] + [h for _, h in metrics], body))
+
+
 # ---- the per-benchmark tables ------------------------------------------------------
 
 def columns(allocs, extra=(), floor=False):
@@ -152,7 +210,10 @@ def columns(allocs, extra=(), floor=False):
 
 
 def sweep_section(res, title, bench, params, label, metric, cols):
+    """A table of one metric over params; nothing when no case of it ran."""
     body = [[label(p)] + [res.cell(bench, a, c, p, metric) for _, a, c in cols] for p in params]
+    if not any(cell for line in body for cell in line[1:]):
+        return ""
     return f"## {title}\n\n" + table([""] + [h for h, _, _ in cols], body)
 
 
@@ -161,6 +222,8 @@ def scaling_section(res, allocs):
     header = ["threads"]
     for h, _, _ in cols:
         header += [f"{h} ns/pair", f"{h} speedup"]
+    if not any(res.value("scaling", a, c, t, "ns_per_pair") for t in THREADS for _, a, c in cols):
+        return ""
     body = []
     for t in THREADS:
         line = [t]
@@ -183,14 +246,19 @@ def alloc_all_section(res, allocs):
     warp = ["64 B, one allocation per warp"] + \
         [res.cell("warp_alloc", a, c, 64, "alloc_gops") for _, a, c in cols] + \
         [res.cell("warp_alloc", a, c, 64, "free_ms") for _, a, c in cols]
-    churn = [[NAMES.get(a, a), res.cell("churn", a, "default", 0, "churn_gops")] for _, a, _ in cols]
+    steady = [[size_label(s)] + [res.cell("alloc_all", a, c, s, "alloc_gops_steady") for _, a, c in cols]
+              + [res.cell("alloc_all", a, c, s, "free_ms_steady") for _, a, c in cols] for s in SIZES]
+    churn = [[NAMES.get(a, a), res.cell("churn", a, "default", 0, "churn_gops"),
+              res.cell("churn", a, "default", 0, "churn_gops_steady")] for _, a, _ in cols]
     return ("## Alloc-all / free-all, 2^20 threads\n\nOne block per thread (G allocations/s for the "
             "allocating kernel, ms for the freeing kernel, which only frees: every block is read back "
             "in an untimed kernel between the two); the last row has lane 0 of each warp "
             "allocate 32 x 64 B for its warp, counted per thread.\n\n" + table(header, body + [warp])
+            + "\n### Steady state: the same alloc-all and free-all run again on the heap the first "
+            "pair left\n\n" + table(header, steady)
             + "\n### Churn: 10 rounds in which every thread frees its block and allocates one of "
-            "another size (mixed 16 B..4 KiB), G free+alloc pairs/s\n\n"
-            + table(["allocator", "G pairs/s"], churn))
+            "another size (mixed 16 B..4 KiB), G free+alloc pairs/s; then 10 more (steady)\n\n"
+            + table(["allocator", "G pairs/s", "G pairs/s steady"], churn))
 
 
 def problems_section(rows):
@@ -211,12 +279,18 @@ def write_report(res, rows, meta, allocs, out):
              "kernel; the heap re-initialized or fully freed between runs). '(n runs)': a slow case "
              "got fewer runs within its time cap; 'failed'/'timeout': the case's child process died "
              "or ran out of time. Written by bench/gpu/report.py from results.csv.\n",
-             goals_section(res, allocs),
+             goals_section(res, allocs)]
+    if "gallatin" in allocs:
+        parts.append(gallatin_section(res))
+    parts += [
              sweep_section(res, "MilThreads, ns per 8-byte alloc+free pair (XMalloc 2010 Fig. 2; "
                            "XMalloc 2010b Fig. 2, 5)\n\n2^20 pairs in every row: L active lanes "
                            "per warp means 2^20 x 32/L threads launched, lanes L..31 idle",
                            "milthreads", LANES, lambda p: f"{p} lanes",
                            "ns_per_pair", columns(allocs, [("manymalloc, no coalescing", "xmc", "nocoal")], floor=True)),
+             sweep_section(res, "MilThreads, steady state: the kernel run again on the heap the first "
+                           "launch left, ns per pair", "milthreads", LANES, lambda p: f"{p} lanes",
+                           "ns_per_pair_steady", columns(allocs, floor=True)),
              sweep_section(res, "FIFO buffers per size class, MilThreads 32 lanes, ns/pair "
                            "(XMalloc 2010b Fig. 6)", "milthreads", [32], lambda p: "32 lanes",
                            "ns_per_pair", [(f"{b} buffers", "xmc", f"buf{b}") for b in BUFFERS]
@@ -228,9 +302,10 @@ def write_report(res, rows, meta, allocs, out):
                            "Each thread stops at its own first NULL: an allocator that says NULL "
                            "while memory is still free (under contention, or with memory held for "
                            "other sizes) scores low here", "fill", SIZES, size_label, "heap_fraction", cols),
+             graph_section(res, allocs),
              problems_section(rows)]
     with open(os.path.join(out, "report.md"), "w") as f:
-        f.write("\n".join(parts))
+        f.write("\n".join(p for p in parts if p))
 
 
 # ---- plots ----------------------------------------------------------------------------
@@ -293,6 +368,27 @@ def plot(res, allocs, out):
     fig.savefig(os.path.join(out, "bench.png"), dpi=90)
 
 
+def plot_vs_gallatin(res, out):
+    """One bar per cell: ours over Gallatin's speed, fresh and steady, against the 1.5x goal."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    labels = [c[0] for c in GALLATIN_CELLS]
+    fig, a = plt.subplots(figsize=(15, 5.5))
+    for k, (suffix, name, color) in enumerate([("", "fresh heap", "C0"), ("_steady", "steady state", "C4")]):
+        ys = [speedup(res, b, p, m + suffix, lower) or 0 for _, b, p, m, lower in GALLATIN_CELLS]
+        a.bar([i + (k - 0.5) * 0.4 for i in range(len(labels))], ys, 0.4, label=name, color=color)
+    a.axhline(GALLATIN_GOAL, color="red", linestyle="--", label=f"goal {GALLATIN_GOAL}x")
+    a.axhline(1, color="grey", linewidth=0.8)
+    a.set_xticks(range(len(labels)), labels, rotation=60, ha="right", fontsize=8)
+    a.set(ylabel="manymalloc speed / Gallatin speed", yscale="log",
+          title="manymalloc against Gallatin, per cell (same GPU, same call)")
+    a.legend(fontsize=8)
+    a.grid(True, axis="y", which="both", alpha=0.3)
+    fig.tight_layout()
+    fig.savefig(os.path.join(out, "vs_gallatin.png"), dpi=90)
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--out", required=True, help="folder for report.md and bench.png")
@@ -304,6 +400,8 @@ def main():
     res = Results(rows)
     write_report(res, rows, meta, allocs, args.out)
     plot(res, allocs, args.out)
+    if "gallatin" in allocs:
+        plot_vs_gallatin(res, args.out)
     with open(os.path.join(args.out, "report.md")) as f:
         print(f.read().split("## MilThreads")[0])
 

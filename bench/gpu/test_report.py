@@ -35,6 +35,13 @@ def main():
         "alloc_all,cuda,default,1024,-,nan,,0,0,0,timeout,no result in time",
         "churn,xmc,default,0,churn_gops,1,G/s,5,0,7,ok,",
         "fill,xmc,default,16,heap_fraction,0.9,,1,100,0,ok,",
+        "milthreads,xmc,default,32,ns_per_pair_steady,0.06,ns,5,0,0,ok,",
+        "milthreads,gallatin,default,32,ns_per_pair,0.1,ns,5,0,0,ok,",
+        "milthreads,gallatin,default,32,ns_per_pair_steady,0.07,ns,5,0,0,ok,",
+        "alloc_all,xmc,default,16,alloc_gops_steady,12,G/s,5,0,0,ok,",
+        "graph,xmc,default,0,insert_medges,812,M/s,5,0,0,ok,",
+        "graph,xmc,default,0,held_mib_inserted,97.5,MiB,6,0,0,ok,",
+        "graph,cuda,default,0,insert_medges,3.5,M/s,1,0,0,capped,",
     ])
     failures = []
 
@@ -51,6 +58,13 @@ def main():
     expect("7 BAD" in report, "bad blocks are shown")
     expect("100 NULL" not in report, "NULLs are the point of the fill benchmark")
     expect(os.path.getsize(os.path.join(out, "bench.png")) > 0, "the plot is written")
+    cell = goal_line(report, "MilThreads 32 lanes")
+    expect("| 2x |" in cell and "| 1.17x |" in cell and cell.endswith("| NO |"),
+           "Gallatin's cell: 2x fresh, 1.17x steady, so the 1.5x goal is missed")
+    expect("| 12 |" in report, "the steady alloc-all row")
+    expect("| manymalloc | 812 |" in report and "97.5" in report, "the graph's rates and heap held")
+    expect("3.5 (1 run)" in report, "a capped graph case says so")
+    expect(os.path.getsize(os.path.join(out, "vs_gallatin.png")) > 0, "the per-cell plot is written")
     for f in failures:
         print("FAILED:", f)
     return 1 if failures else 0

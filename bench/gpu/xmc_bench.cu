@@ -1,7 +1,7 @@
 // bench/gpu: xmc_bench, manymalloc's XMalloc and CUDA's device malloc side by
 // side on every case of bench_runner.cpp's plan, and the MilThreads kernels
 // with no allocator at all (their floor); CSV on stdout or --out.
-#include "bench_cases.cuh"
+#include "bench_dispatch.cuh"
 
 static const BenchAllocator bench_allocators[] = {
     {"cuda", BenchHeapCuda::supports, bench_run_case<BenchHeapCuda>},

@@ -38,12 +38,8 @@ __device__ __forceinline__ xmc_atomic32 xmc_hot_slot(unsigned index, unsigned pi
 // Bit k set: exchange slot k in front of buffer `index` held a chunk (a
 // hint, without ordering). The row is one sector: one round trip.
 __device__ __forceinline__ uint32_t xmc_hot_occupied(unsigned index) {
-  const uint32_t *row = xmc_hot_slots_of(index);
   uint32_t v[xmc_hot_slots];
-  asm volatile("ld.relaxed.gpu.global.v4.u32 {%0,%1,%2,%3}, [%4];"
-               : "=r"(v[0]), "=r"(v[1]), "=r"(v[2]), "=r"(v[3]) : "l"(__cvta_generic_to_global(row)) : "memory");
-  asm volatile("ld.relaxed.gpu.global.v4.u32 {%0,%1,%2,%3}, [%4];"
-               : "=r"(v[4]), "=r"(v[5]), "=r"(v[6]), "=r"(v[7]) : "l"(__cvta_generic_to_global(row + 4)) : "memory");
+  xmc_relaxed_load_row8(xmc_hot_slots_of(index), v);
   uint32_t bits = 0;
 #pragma unroll
   for (unsigned k = 0; k < xmc_hot_slots; ++k) bits |= (uint32_t)(v[k] != xmc_nil) << k;
@@ -69,7 +65,7 @@ __device__ __forceinline__ uint64_t *xmc_chunk_tag(char *chunk) { return (uint64
 // tag's live bit set. (Basicblocks taken from their Superblock to be handed
 // out whole are marked in its live mask instead: superblock.cuh.)
 __device__ __forceinline__ void xmc_chunk_mark_live(char *chunk) {
-  atomicOr((unsigned long long *)xmc_chunk_tag(chunk), xmc_tag::live);
+  xmc_atomic_or(xmc_chunk_tag(chunk), xmc_tag::live);
 }
 
 // Chunks for the lanes of `group`, marked live when they are to be handed
@@ -151,7 +147,7 @@ __device__ inline void xmc_reclaim_superblocks(unsigned rank, unsigned n) {
 // request after it. True when the caller should retry.
 static __device__ __noinline__ bool xmc_reclaim(unsigned group) {
   xmc_heap &h = xmc_g_heap;
-  cuda::atomic_ref<int, cuda::thread_scope_device> lock(h.reclaim_lock);
+  xmc_atomic_int lock(h.reclaim_lock);
   const int leader = xmc_warp_leader(group);
   enum { idle, waited, running } state = idle;
   unsigned long long frees = 0;

@@ -37,9 +37,9 @@ __device__ inline void *xmc_coalesce_malloc(unsigned group, uint32_t units) {
     xmc_sm_stats *st = xmc_stats_here();
     if (chunk) {
       *xmc_coalesced_word_of(chunk) = xmc_coalesced::make(xmc_bits_below(n), cls, units);
-      atomicAdd(&st->allocs[cls], 1ull);
+      xmc_atomic_add(&st->allocs[cls], 1);
     } else {
-      atomicAdd(&st->failed, (unsigned long long)n);
+      xmc_atomic_add(&st->failed, n);
     }
   }
   chunk = xmc_warp_broadcast(group, chunk, leader);
@@ -84,9 +84,9 @@ __device__ inline int xmc_coalesce_release(unsigned group, char *chunk, uint64_t
     xmc_atomic64(*xmc_coalesced_word_of(chunk)).store(w & ~(uint64_t)bits, cuda::memory_order_relaxed);
     return (int)xmc_coalesced::cls(w);
   }
-  const uint64_t old = atomicAnd((unsigned long long *)xmc_coalesced_word_of(chunk), ~(unsigned long long)bits);
+  const uint64_t old = xmc_atomic_and(xmc_coalesced_word_of(chunk), ~(uint64_t)bits);
   const uint32_t live = xmc_coalesced::live(old);
-  if (uint32_t stale = bits & ~live) atomicAdd(&xmc_stats_here()->invalid, (unsigned long long)__popc(stale));
+  if (uint32_t stale = bits & ~live) xmc_atomic_add(&xmc_stats_here()->invalid, __popc(stale));
   return (bits & live) && !(live & ~bits) ? (int)xmc_coalesced::cls(old) : -1;
 }
 

@@ -11,7 +11,6 @@
 #include "types.cuh"
 #include "warp.cuh"
 
-using xmc_atomic_i32 = cuda::atomic_ref<int32_t, cuda::thread_scope_device>;
 
 __device__ __forceinline__ uint32_t xmc_msg_seq(uint64_t m) { return (uint32_t)m; }
 __device__ __forceinline__ uint32_t xmc_msg_payload(uint64_t m) { return (uint32_t)(m >> 32); }
@@ -36,8 +35,8 @@ __device__ inline void xmc_fifo_init(xmc_fifo *f, uint64_t *slots, uint32_t capa
 // its Superblock's state), for whichever dequeuer acquires the message, and
 // the tail's chain, which passes the room's dequeues on to whichever
 // enqueuer gets the slot: the claim and the store themselves need no
-// ordering of their own (an acq_rel claim and a release store each fenced:
-// free-all 16 B -6.5%, churn +1.6% with the one fence).
+// ordering of their own, and two fences cost frees time
+// (docs/decisions/0065-gpu-fifo-enqueue-fetch-add.md).
 __device__ inline bool xmc_fifo_enqueue(xmc_fifo *f, uint32_t payload) {
   xmc_atomic_i32 room(f->room);
   if (room.fetch_sub(1, cuda::memory_order_acquire) <= 0) {

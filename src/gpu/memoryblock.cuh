@@ -25,11 +25,11 @@ __device__ __forceinline__ uint32_t xmc_mb_unit(xmc_region *r, const xmc_mb *mb)
 }
 
 __device__ inline void xmc_mb_lock(xmc_region *r) {
-  cuda::atomic_ref<int, cuda::thread_scope_device> lock(r->lock);
+  xmc_atomic_int lock(r->lock);
   while (lock.exchange(1, cuda::memory_order_acquire) != 0) __nanosleep(64);
 }
 __device__ inline void xmc_mb_unlock(xmc_region *r) {
-  cuda::atomic_ref<int, cuda::thread_scope_device>(r->lock).store(0, cuda::memory_order_release);
+  xmc_atomic_int(r->lock).store(0, cuda::memory_order_release);
 }
 
 // ---- accounting ---------------------------------------------------------------
@@ -48,7 +48,7 @@ __device__ inline unsigned long long xmc_mb_held_units() {
 }
 
 __device__ inline void xmc_mb_sample_peak() {
-  atomicMax(&xmc_g_heap.peak_units, xmc_mb_held_units());
+  xmc_atomic_max(&xmc_g_heap.peak_units, xmc_mb_held_units());
 }
 
 // ---- free list (caller holds the region lock) -------------------------------

@@ -47,12 +47,7 @@ __device__ __forceinline__ uint32_t *xmc_sb_map_entry(uint32_t region, uint32_t 
 // The entry of the granule holding `unit`, read relaxed (neighbours update
 // other fields of it).
 __device__ __forceinline__ uint32_t xmc_sb_map_load(uint32_t region, uint32_t unit) {
-  uint32_t v;
-  asm volatile("ld.relaxed.gpu.global.u32 %0, [%1];"
-               : "=r"(v)
-               : "l"(__cvta_generic_to_global(xmc_sb_map_entry(region, unit)))
-               : "memory");
-  return v;
+  return xmc_relaxed_load_u32(xmc_sb_map_entry(region, unit));
 }
 
 // The Superblock that `entry` (of the granule holding `unit`) names for
@@ -75,7 +70,7 @@ __device__ inline void xmc_sb_map_update(const xmc_mb *mb, uint32_t units, int c
   uint32_t g = start >> xmc_granule_shift;
   if (start & (xmc_granule_units - 1)) {
     const uint32_t field = xmc_sb_field::b(start & (xmc_granule_units - 1), cls);
-    set ? atomicOr(&map[g], field) : atomicAnd(&map[g], ~xmc_sb_field::b_mask);
+    set ? xmc_atomic_or(&map[g], field) : xmc_atomic_and(&map[g], ~xmc_sb_field::b_mask);
     ++g;
   }
   auto value = [&](uint32_t k) { return set ? xmc_sb_field::a((k << xmc_granule_shift) - start, cls) : 0u; };
@@ -83,5 +78,5 @@ __device__ inline void xmc_sb_map_update(const xmc_mb *mb, uint32_t units, int c
   for (; (g + 4) << xmc_granule_shift <= end; g += 4) *(uint4 *)&map[g] = make_uint4(value(g), value(g + 1), value(g + 2), value(g + 3));
   for (; (g + 1) << xmc_granule_shift <= end; ++g) map[g] = value(g);
   if (g << xmc_granule_shift < end)
-    set ? atomicOr(&map[g], xmc_sb_field::a((g << xmc_granule_shift) - start, cls)) : atomicAnd(&map[g], ~xmc_sb_field::a_mask);
+    set ? xmc_atomic_or(&map[g], xmc_sb_field::a((g << xmc_granule_shift) - start, cls)) : xmc_atomic_and(&map[g], ~xmc_sb_field::a_mask);
 }

@@ -10,12 +10,12 @@ __device__ __forceinline__ xmc_sm_stats *xmc_stats_here() {
 }
 
 __device__ __forceinline__ void xmc_stats_add(unsigned long long *counter, unsigned long long n) {
-  if (n) atomicAdd(counter, n);
+  if (n) xmc_atomic_add(counter, n);
 }
 
 // `n` (> 0) blocks of class `cls` came back: counted per class, and in the
 // total that the reclaimer watches for frees since its last pass.
 __device__ __forceinline__ void xmc_stats_count_frees(xmc_sm_stats *st, int cls, unsigned long long n) {
-  atomicAdd(&st->frees[cls], n);
-  atomicAdd(&st->frees_total, n);
+  xmc_atomic_add(&st->frees[cls], n);
+  xmc_atomic_add(&st->frees_total, n);
 }

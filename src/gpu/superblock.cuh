@@ -99,12 +99,12 @@ __device__ __forceinline__ int xmc_sb_block_index(uint32_t region, xmc_sb_at at,
 // for a warp's group; taken from the buffers, in their own tags (buffer.cuh),
 // which needs no lookup. xmcFree clears whichever is set.
 
-__device__ __forceinline__ void xmc_sb_mark_live(xmc_mb *mb, uint32_t bits) { atomicOr(&xmc_sb_of(mb)->live, bits); }
+__device__ __forceinline__ void xmc_sb_mark_live(xmc_mb *mb, uint32_t bits) { xmc_atomic_or(&xmc_sb_of(mb)->live, bits); }
 
 // Clears `bits` of the live mask; returns those that were set (the others:
 // double frees, or blocks never handed out whole).
 __device__ __forceinline__ uint32_t xmc_sb_unmark_live(xmc_mb *mb, uint32_t bits) {
-  return atomicAnd(&xmc_sb_of(mb)->live, ~bits) & bits;
+  return xmc_atomic_and(&xmc_sb_of(mb)->live, ~bits) & bits;
 }
 
 __device__ inline void xmc_sb_return(char *block, uint64_t tag) {
@@ -194,7 +194,7 @@ static __device__ __noinline__ void xmc_sb_spare_make(unsigned i, int cls) {
 // if the heap is exhausted. The cursor is left as the claims found it (used
 // up, or no Superblock yet) until then: a marker stored first would only
 // make the release of the new word wait for it, and the waiting claims
-// longer (measured: alloc-all 16 / 64 B +3%, MilThreads 32 lanes -2.5%).
+// longer (docs/decisions/0067-gpu-superblock-cursors.md).
 static __device__ __noinline__ xmc_mb *xmc_sb_cursor_install(unsigned i, int cls, uint32_t first) {
   xmc_atomic_u64 cursor = xmc_cursor(i);
   const uint32_t spare = xmc_cursor_spare(i).exchange(xmc_nil, cuda::memory_order_acquire);

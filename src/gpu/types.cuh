@@ -4,14 +4,7 @@
 // heap.cuh.
 #pragma once
 #include <cstdint>
-#include <cuda/atomic>
-
-// Device-scope atomic views of plain words: every shared word is read and
-// written through these (the 64-bit counters and tops are unsigned long long,
-// the type atomicAdd/atomicMax take).
-using xmc_atomic32 = cuda::atomic_ref<uint32_t, cuda::thread_scope_device>;
-using xmc_atomic64 = cuda::atomic_ref<uint64_t, cuda::thread_scope_device>;
-using xmc_atomic_u64 = cuda::atomic_ref<unsigned long long, cuda::thread_scope_device>;
+#include "atomic.cuh"   // every shared word is read and written through it
 
 // ---- constants ---------------------------------------------------------------
 

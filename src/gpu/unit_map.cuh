@@ -25,18 +25,12 @@
 #include "heap.cuh"
 #include "size_class.cuh"
 
-// An entry is read and written as a relaxed device-scope atomic byte, in
-// PTX: cuda::atomic_ref<uint8_t> emulates byte atomics with a CAS loop on the
-// enclosing word, so the lanes of one coalesced allocation, marking
-// neighbouring entries, retried each other's CAS (a round trip each).
-__device__ __forceinline__ uint32_t xmc_map_load(const uint8_t *entry) {
-  uint32_t v;
-  asm volatile("ld.relaxed.gpu.global.u8 %0, [%1];" : "=r"(v) : "l"(__cvta_generic_to_global(entry)) : "memory");
-  return v;
-}
-__device__ __forceinline__ void xmc_map_store(uint8_t *entry, uint32_t v) {
-  asm volatile("st.relaxed.gpu.global.u8 [%0], %1;" ::"l"(__cvta_generic_to_global(entry)), "r"(v) : "memory");
-}
+// An entry is read and written as a relaxed device-scope byte (not through
+// atomic_ref, whose byte accesses are CAS loops on the enclosing word: the
+// lanes of one coalesced allocation, marking neighbouring entries, would
+// retry each other's CAS).
+__device__ __forceinline__ uint32_t xmc_map_load(const uint8_t *entry) { return xmc_relaxed_load_u8(entry); }
+__device__ __forceinline__ void xmc_map_store(uint8_t *entry, uint32_t v) { xmc_relaxed_store_u8(entry, v); }
 
 // Where unit `unit`'s entry is stored in its region's map.
 __device__ __forceinline__ uint32_t xmc_map_slot(uint32_t unit) {

@@ -4,24 +4,7 @@
 // the same helper, and no helper assumes lockstep or a full warp.
 #pragma once
 #include <cstdint>
-
-__device__ __forceinline__ unsigned xmc_lane_id() {
-  unsigned lane;
-  asm("mov.u32 %0, %%laneid;" : "=r"(lane));
-  return lane;
-}
-
-__device__ __forceinline__ unsigned xmc_sm_id() {
-  unsigned sm;
-  asm volatile("mov.u32 %0, %%smid;" : "=r"(sm));
-  return sm;
-}
-
-__device__ __forceinline__ unsigned xmc_lanemask_eq() {
-  unsigned eq;
-  asm("mov.u32 %0, %%lanemask_eq;" : "=r"(eq));
-  return eq;
-}
+#include "atomic.cuh"
 
 // A warp-uniform number that differs between the warps resident on one SM.
 __device__ __forceinline__ unsigned xmc_warp_salt() {
@@ -51,11 +34,7 @@ __device__ __forceinline__ unsigned xmc_warp_match(unsigned mask, uint64_t key) 
 __device__ __forceinline__ int xmc_warp_leader(unsigned mask) { return __ffs(mask) - 1; }
 
 // Position of the calling lane among the lanes of `mask`.
-__device__ __forceinline__ unsigned xmc_warp_rank(unsigned mask) {
-  unsigned lt;
-  asm("mov.u32 %0, %%lanemask_lt;" : "=r"(lt));
-  return __popc(mask & lt);
-}
+__device__ __forceinline__ unsigned xmc_warp_rank(unsigned mask) { return __popc(mask & xmc_lanemask_lt()); }
 
 __device__ __forceinline__ uint32_t xmc_warp_broadcast(unsigned mask, uint32_t v, int src) {
   return __shfl_sync(mask, v, src);

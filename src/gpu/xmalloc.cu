@@ -17,19 +17,19 @@
 static __device__ __noinline__ void *xmc_malloc_large(size_t size) {
   xmc_sm_stats *st = xmc_stats_here();
   if (size > xmc_max_region_bytes - xmc_chunk_header) {
-    atomicAdd(&st->failed, 1ull);
+    xmc_atomic_add(&st->failed, 1);
     return nullptr;
   }
   uint32_t units = (uint32_t)((size + xmc_chunk_header + xmc_unit - 1) >> xmc_unit_shift);
   xmc_mb *mb = xmc_mb_alloc(units, xmc_kind_memory, xmc_class_large);
   if (!mb && xmc_reclaim(1u << xmc_lane_id())) mb = xmc_mb_alloc(units, xmc_kind_memory, xmc_class_large);
   if (!mb) {
-    atomicAdd(&st->failed, 1ull);
+    xmc_atomic_add(&st->failed, 1);
     return nullptr;
   }
-  atomicOr((unsigned long long *)&mb->tag, xmc_tag::live);
-  atomicAdd(&st->large_allocs, 1ull);
-  atomicAdd(&st->large_units, (unsigned long long)mb->size_units);
+  xmc_atomic_or(&mb->tag, xmc_tag::live);
+  xmc_atomic_add(&st->large_allocs, 1);
+  xmc_atomic_add(&st->large_units, mb->size_units);
   return mb + 1;
 }
 
@@ -129,7 +129,7 @@ static __device__ xmc_block xmc_block_of(char *p) {
 // Clears a chunk's live bit; true when it was live (false: a double free or
 // not a chunk). *tag receives its tag, live bit cleared.
 static __device__ bool xmc_chunk_unlive(char *chunk, uint64_t *tag) {
-  const uint64_t t = atomicAnd((unsigned long long *)xmc_chunk_tag(chunk), ~xmc_tag::live);
+  const uint64_t t = xmc_atomic_and(xmc_chunk_tag(chunk), ~xmc_tag::live);
   *tag = t & ~xmc_tag::live;
   return xmc_tag::magic(t) == xmc_magic_chunk && (t & xmc_tag::live);
 }
@@ -138,13 +138,13 @@ static __device__ bool xmc_chunk_unlive(char *chunk, uint64_t *tag) {
 static __device__ void xmc_free_chunk(char *chunk) {
   uint64_t t;
   if (!xmc_chunk_unlive(chunk, &t)) {
-    atomicAdd(&xmc_stats_here()->invalid, 1ull);
+    xmc_atomic_add(&xmc_stats_here()->invalid, 1);
     return;
   }
   if (xmc_tag::cls(t) != xmc_class_large) return xmc_buffer_put(chunk, xmc_tag::cls(t), xmc_tag::region(t));
   xmc_sm_stats *st = xmc_stats_here();
-  atomicAdd(&st->large_frees, 1ull);
-  atomicAdd(&st->large_units_freed, (unsigned long long)((xmc_mb *)chunk)->size_units);
+  xmc_atomic_add(&st->large_frees, 1);
+  xmc_atomic_add(&st->large_units_freed, ((xmc_mb *)chunk)->size_units);
   xmc_mb_free((xmc_mb *)chunk);
 }
 
@@ -171,7 +171,7 @@ static __device__ void xmc_free_basicblocks(unsigned group, const xmc_block &b) 
   xmc_mb *mb = xmc_sb_holding(chunk, cls, b.index);
   if (__popc(group) == 1) {
     if (xmc_basicblock_unlive(chunk, mb, b.index)) return xmc_buffer_put(chunk, cls, xmc_region_of(chunk));
-    atomicAdd(&xmc_stats_here()->invalid, 1ull);
+    xmc_atomic_add(&xmc_stats_here()->invalid, 1);
     return;
   }
   const int leader = xmc_warp_leader(group);
@@ -210,7 +210,7 @@ __device__ void xmcFree(void *ptr) {
   case xmc_compartment: return xmc_free_compartments(group, b);
   case xmc_basicblock: return xmc_free_basicblocks(group, b);
   case xmc_whole: return xmc_free_chunk(b.at - xmc_chunk_header);
-  default: atomicAdd(&xmc_stats_here()->invalid, 1ull);
+  default: xmc_atomic_add(&xmc_stats_here()->invalid, 1);
   }
 }
 
