@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # The two commands of the README:
 #   make bench   build everything, run the benchmarks this machine can run, write build/bench/
 #   make test    build everything and run every test (normal build, then the ASan/UBSan build)

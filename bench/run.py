@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """Runs the CPU benchmarks on manymalloc and its peers and writes the report.
 
     python3 bench/run.py [--quick] [--threads 1,2,4] [--reps N] [--scale F] [--only REGEX]

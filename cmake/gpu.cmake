@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # cmake/gpu.cmake: how a CUDA program links the GPU allocator (manymalloc_gpu,
 # relocatable device code). With device link-time optimization (nvcc -dlto)
 # xmcMalloc and xmcFree are inlined into the caller's kernels instead of

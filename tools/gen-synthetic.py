@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """Synthetic malloc-lab traces: power-law mixes of arrays, structs and strings.
 
 The CMU 15-213 malloc lab shipped syn-array, syn-struct, syn-string and

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* bench.c: option parsing, clock, thread start barrier and the result line
  * shared by the CPU benchmark programs (see bench.h). */
 #include "bench.h"

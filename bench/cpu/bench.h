@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* bench.h: what every CPU benchmark program shares.
  *
  * Options (`--name value`, all integers, plus -v and --help), a monotonic

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* bench-churn: server-style random churn with blocks handed across threads
  * (the pattern of the Larson server benchmark, written anew).
  *

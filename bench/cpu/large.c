@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* bench-large: big buffers replaced one at a time (the malloc-large
  * pattern, written anew).
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* bench-mixed: one loop of mixed sizes, small to 64 KiB, with reallocs
  * (the shape of a single-threaded allocation test, written anew).
  *

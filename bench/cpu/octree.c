@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* bench-octree: a Barnes-Hut step loop, the octree built from malloc'd
  * cells, traversed, and freed whole at every step (written anew).
  *

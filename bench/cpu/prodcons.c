@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* bench-prodcons: producer/consumer pairs, every free a cross-thread free.
  *
  * --threads N starts N pairs (2N threads). A producer allocates blocks of

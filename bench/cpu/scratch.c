@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* bench-scratch: passive false sharing of small objects handed between
  * threads (the cache-scratch pattern, written anew).
  *

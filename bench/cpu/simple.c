@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* bench-simple: tight loops of small mallocs and frees (the shape of
  * glibc's malloc micro-benchmarks, written anew).
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* bench-spawn: many short-lived threads.
  *
  * Each generation starts --threads threads that allocate a burst of blocks,

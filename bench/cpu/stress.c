@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* bench-stress: many threads of random sizes that come and go, some of
  * their blocks freed by other threads (the shape of a stress test, written
  * anew for timing).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* bench-vv: the three multi-threaded workloads of the VVMalloc report (seed
  * 004, "Approach 2"): W1 ~128k ops per thread of mostly < 32 B requests, W2
  * 80k ops of mostly 3-12 KB, W3 80k ops of a mix from 4 B to 21 KB.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* bench-xmalloc: many-to-many exchange of blocks between threads (the
  * pattern of xmalloc-test, written anew).
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* dist-delaunay: the Delaunay triangulation of the Myrmics paper's Sect. 6.4
  * (Fig. 4d, Fig. 5) on the region allocator. Run it under mpirun with
  * P = 1, 4, 16, ... (a power of four) workers and one scheduler (or a tree,

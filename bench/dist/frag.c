@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* dist-frag: the fragmentation experiment of the Myrmics paper (Sect. 6.2,
  * Fig. 4a-c) on one region of mmd_core, serial, no MPI.
  *

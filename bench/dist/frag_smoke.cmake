@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # bench/dist/frag_smoke.cmake: the bench.dist.frag.smoke test (cmake -P, with
 # -DFRAG=<dist-frag> -DOUT=<dir>). Runs dist-frag tiny into a fresh OUT and
 # fails unless it exits 0 and writes each run's CSV and frag.json.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* dist-latency: how long the dist allocator's object calls take as worker 0
  * sees them, through include/manymalloc/myrmics.h alone.
  *

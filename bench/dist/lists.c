@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* dist-lists: the linked-list exchange of the Myrmics paper (Sect. 6.5,
  * Fig. 4g-h) on the dist allocator; its peers are dist-lists-mpi,
  * dist-lists-rma and dist-lists-shmem (lists_common.h describes the

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # The linked-list exchange of the Myrmics paper (Sect. 6.5), included from
 # bench/CMakeLists.txt and run by bench/dist/run_lists.py:
 #   build/dist-lists        ours, linking libmanymalloc_dist;

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* bench/dist/lists_common.h: what the linked-list exchange (the Myrmics
  * paper's Sect. 6.5, Fig. 4g-h) shares between our version (lists.c) and its
  * peers (lists_mpi.c, lists_rma.c, lists_shmem.c): the 256 B node, how a

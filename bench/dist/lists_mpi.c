@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* dist-lists-mpi: the linked-list exchange written by hand in MPI, a peer of
  * dist-lists (lists_common.h describes the experiment and the checks).
  *

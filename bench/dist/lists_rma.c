@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* dist-lists-rma: the linked-list exchange by MPI-3 one-sided access to
  * every node, a peer of dist-lists (lists_common.h describes the experiment
  * and the checks).

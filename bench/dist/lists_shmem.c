@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* dist-lists-shmem: the linked-list exchange by OpenSHMEM access to every
  * node, a peer of dist-lists in the way of the paper's UPC version
  * (lists_common.h describes the experiment and the checks).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* dist-load: one scheduler under many workers, as in the Myrmics paper's
  * Fig. 4e, where the scheduler's latency grew with the workers it served.
  *

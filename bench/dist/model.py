@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """bench/dist/model.py: a scaling model of dist/'s scheduler tree (issue #32,
 item 5), from the costs measured on the 16-core host, checked against the
 64-worker runs there, then projected to 512, 10^4 and 10^5 workers over a

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """bench/dist/mpi_env.py: the environment the dist benchmarks give mpirun.
 
 As root in a container, mpirun must be allowed explicitly, and the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* dist-nbody: the Barnes-Hut N-body simulation of the Myrmics paper's
  * Sect. 6.3 (Fig. 4e-f) on the region allocator. Run it under mpirun with
  * MANYMALLOC_SCHEDULERS unset or 1 (one scheduler), 1,2 or 1,4 (a tree);

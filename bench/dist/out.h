@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* bench/dist/out.h: where the dist benchmarks write: the output folder,
  * made if missing, and its files; a failure ends the program with a line. */
 #ifndef MMD_BENCH_OUT_H

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """bench/dist/report.py: the dist benchmarks' report from what dist-frag,
 dist-latency, dist-load and dist-tree wrote into one directory: a plot per
 fragmentation run drawn as the Myrmics paper's Fig. 4a-c (frag_<run>.png),

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """bench/dist/report_delaunay.py: the Delaunay triangulation section of the
 dist report, from what dist-delaunay appended to DIR/delaunay.jsonl: the
 total time against workers with the ideal scaling, as the Myrmics paper's

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """bench/dist/report_lists.py: the linked-list exchange's report section
 (the Myrmics paper's Sect. 6.5, Fig. 4g-h) from what run_lists.py wrote into
 one directory (lists.jsonl, lists_meta.json): a table of every run's times,

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """bench/dist/report_nbody.py: the Barnes-Hut N-body section of the dist
 report, from what dist-nbody appended to DIR/nbody.jsonl: the time of the
 mean worker per step, stacked as computation, worker communication and

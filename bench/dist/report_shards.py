@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """bench/dist/report_shards.py: the shard-migration section of the dist
 report, from what dist-shards appended to DIR/shards.jsonl: a table (ratios
 within one run), shards.png, and DIR/shards.md. report.py includes the same

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """Runs the dist benchmarks and writes their report (bench/run.py calls it
 after the CPU benchmarks; it also runs alone).
 

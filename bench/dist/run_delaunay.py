@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """Runs dist-delaunay, the Delaunay triangulation of the Myrmics paper's
 Sect. 6.4 (Fig. 4d, Fig. 5), over worker counts and scheduler layouts, then
 report_delaunay.py (bench/dist/run.py calls it; it also runs alone).

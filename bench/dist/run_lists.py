@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """Runs the linked-list exchange (the Myrmics paper's Sect. 6.5, Fig. 4g-h)
 on the dist allocator and on its peers, in the same invocation, and writes
 lists.jsonl, lists_meta.json and the report section (report_lists.py).

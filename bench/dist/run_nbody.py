@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """Runs dist-nbody, the Barnes-Hut N-body simulation of the Myrmics paper's
 Sect. 6.3 (Fig. 4e-f), over worker counts and scheduler layouts, then
 report_nbody.py (bench/dist/run.py calls it; it also runs alone).

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """Runs dist-shards (shard migration: regions sent whole against hand-written
 MPI pack/rebuild, issue #32) and writes its report section.
 

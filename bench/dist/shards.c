@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* dist-shards: migrating shards of a pointer-based index (issue #32, "our own,
  * beyond the paper"): a region per shard sent whole with sys_send, against
  * hand-written MPI pack / send / rebuild, in the same invocation.

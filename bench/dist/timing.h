@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* bench/dist/timing.h: the dist benchmarks' clock and medians. */
 #ifndef MMD_BENCH_TIMING_H
 #define MMD_BENCH_TIMING_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* dist-tree: one scheduler against a tree of schedulers, in the shape of the
  * Myrmics paper's Fig. 4h. Run it under mpirun with MANYMALLOC_SCHEDULERS
  * unset or 1 (one scheduler), 1,4 or 1,4,16; the other ranks are workers.

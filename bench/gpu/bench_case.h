@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // bench/gpu: what names one benchmark case (the unit a child process runs),
 // and the allocator configuration a case asks for. Plain C++: shared by the
 // runner and the CUDA side.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // bench/gpu: the host side of each benchmark case but the graph's
 // (bench_graph.cuh): launches, timed repetitions and the rows it reports.
 #pragma once

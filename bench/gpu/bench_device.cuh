@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // bench/gpu: what every benchmark kernel shares: the error check, the
 // per-run counters that prove an allocator worked, and the size/tag hashes.
 #pragma once

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // bench/gpu: which case a child process runs, on how large a heap.
 // bench_run_case<Heap> is the entry point of a child (see bench_runner.cpp).
 #pragma once

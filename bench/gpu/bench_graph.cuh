@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // bench/gpu: the dynamic-graph benchmark. 2^20 vertices, each with an
 // adjacency array on the heap; 2^24 edges inserted in 16 batches, the
 // arrays grown by allocate-copy-free, then three edges in four deleted in

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // bench/gpu: the dynamic graph's workload and its host model (plain C++).
 // Edges arrive in batches with a skewed source distribution; each adjacency
 // entry is the edge's id (unique, so a deletion names exactly one entry; its

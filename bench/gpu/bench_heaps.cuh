@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // bench/gpu: the heap policies the kernels are instantiated with. A policy has
 //   static bool supports(const BenchCase &)     which cases it runs
 //   static void init(size_t bytes, const BenchConfig &)

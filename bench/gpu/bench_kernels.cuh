@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // bench/gpu: the benchmark kernels, each templated on a heap policy (see
 // bench_heaps.cuh) so that every allocator runs the very same code.
 // Launch shape of all kernels: 1-D grid of bench_block threads.

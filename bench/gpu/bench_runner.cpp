@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // bench/gpu: the parent side of a benchmark binary. Every case runs in a child
 // process (this same binary, re-executed with --child), so that a sticky CUDA
 // error, a crash or a hang of one allocator costs one case, reported as

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // bench/gpu: how a case is timed: CUDA events around each kernel, a warm-up
 // repetition first, the median of the rest, and a wall-clock budget so that a
 // slow allocator runs fewer repetitions instead of being killed.

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """bench/gpu/report.py: tables (report.md) and plots (bench.png, and
 vs_gallatin.png where Gallatin's results are given) from the CSV files
 xmc_bench writes, ours and CUDA's malloc beside the goals of the issues.

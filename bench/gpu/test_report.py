@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """bench/gpu/test_report.py: report.py on a small results file holding each
 kind of row (a result, a capped case, a failed child, NULLs, bad blocks) must
 show each one, judge the goals by the numbers, and write the plot."""

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // bench/gpu: xmc_bench, manymalloc's XMalloc and CUDA's device malloc side by
 // side on every case of bench_runner.cpp's plan, and the MilThreads kernels
 // with no allocator at all (their floor); CSV on stdout or --out.

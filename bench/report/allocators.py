@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The allocators a benchmark run compares, and how each one is selected.
 
 Every program links libmanymalloc.so; each allocator is selected with

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The CPU benchmark cases: which program, with which arguments.
 
 `work` holds the arguments that set how much work a run does; --quick and

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """report.md: the machine, the headline figures, the tables and the plots of
 one run."""
 import datetime

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The PNG figures of a run; every figure shows all allocators of the same
 run side by side, in the same colour for the same allocator everywhere."""
 import math

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Runs one benchmark process and measures it from the outside.
 
 The program reports the time of its measured region (seconds=) and the

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Medians, ratios and the headline figures of a run, as text and markdown.
 
 Every ratio here is manymalloc's figure divided by the peer's: for times,

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The trace set (every .rep under bench/traces/) replayed by build/mmdriver.
 
 With one thread mmdriver reports, per trace, utilization (peak live bytes /

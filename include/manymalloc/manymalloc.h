@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* manymalloc: public C API of the CPU allocator.
  *
  * Every entry point exists twice: with the `mm_` prefix declared here, and

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* manymalloc/myrmics.h: the distributed region allocator (dist/), the API of
  * the Myrmics paper's Fig. 1 over Open MPI.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // manymalloc gpu/: XMalloc, dynamic memory allocation from inside CUDA kernels.
 //
 // Usage: include this header, compile with -rdc=true, link libmanymalloc_gpu.a.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // manymalloc gpu/: xmc::allocator<T>, the standard allocator over the XMalloc
 // heap, for device code: containers and cuda::std::allocator_traits get
 // their storage from xmcMalloc and give it back with xmcFree.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // manymalloc gpu/: device operator new and delete on the XMalloc heap, opt in.
 //
 // A translation unit that includes this header gets xmcMalloc/xmcFree for

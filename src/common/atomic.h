@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* manymalloc common: the only place the host's atomics are spelled.
  *
  * src/common holds the host's lock-free primitives (this file, bitmap.h,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* manymalloc common: atomic bitmaps.
  *
  * A bitmap is an array of uintptr_t words; every update is a single atomic

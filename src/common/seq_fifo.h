@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* manymalloc common: bounded lock-free MPMC FIFO with per-slot sequence numbers.
  *
  * Vyukov's bounded queue, the design of XMalloc's FIFO buffer: slot i holds a

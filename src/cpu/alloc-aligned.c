@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* manymalloc cpu: aligned allocation.
  *
  * Pages start at multiples of 128 KiB (the segment header size), so the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* manymalloc cpu: glibc's own reports and trim, answered by manymalloc.
  *
  * A program that calls malloc_trim, malloc_stats or mallinfo2 under

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* manymalloc cpu: the standard names (malloc, free, ...) and glibc's
  * __libc_* aliases of them, exported so that the library replaces the C
  * library's allocator when preloaded or linked.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* manymalloc cpu: the POSIX and glibc allocation functions on top of
  * _mm_malloc_aligned: argument checks and errno conventions only. */
 #include <errno.h>

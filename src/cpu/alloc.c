@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* manymalloc cpu: malloc, calloc, realloc and their slow path.
  *
  * The fast path (mm_malloc_inline in internal.h) pops the first block of the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* manymalloc cpu: checked mode (MANYMALLOC_CHECKED=1).
  *
  * A registry over the whole address space, one bit per segment-sized unit,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* manymalloc cpu: free and its slow path.
  *
  * The fast path (mm_free_inline in internal.h) pushes the block on its

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* manymalloc cpu: thread heaps.
  *
  * A heap is the thread cache: per size class a queue of pages whose first

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* manymalloc cpu: process and thread start and exit.
  *
  * Nothing here allocates through malloc, so the first malloc of the process

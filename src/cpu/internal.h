@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* manymalloc cpu: internal declarations and the inline fast paths.
  *
  * malloc and free are two short inline functions here, shared by the mm_*

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* manymalloc cpu: large blocks, served straight by the OS.
  *
  * A block above MM_SIZE_CLASS_MAX gets a mapping of its own that starts with

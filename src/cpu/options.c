@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* manymalloc cpu: configuration from MANYMALLOC_* environment variables.
  *
  * Read once, at process init, before the first block is handed out; the

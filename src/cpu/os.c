@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* manymalloc cpu: memory (and the time) from the OS.
  *
  * The only file that calls mmap, munmap, madvise and mremap.  Every failure

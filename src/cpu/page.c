@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* manymalloc cpu: pages, the core of the allocator.
  *
  * A page holds blocks of one size class and two free lists (mimalloc's

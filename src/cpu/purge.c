@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* manymalloc cpu: giving memory back to the OS, the policy.
  *
  * This file decides what goes back and when; the structures only offer to

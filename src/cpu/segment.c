@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* manymalloc cpu: segments, the unit of memory taken from the OS.
  *
  * A segment is MM_SEGMENT_SIZE bytes aligned to its size.  Its first

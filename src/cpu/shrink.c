@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* manymalloc cpu: giving back the free OS pages inside live pages.
  *
  * A page serves one size class, so its free blocks serve no other size:

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* manymalloc cpu: size classes.
  *
  * Multiples of 16 up to 128 bytes, then 8 classes per power of two, so a

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* manymalloc cpu: spans, runs of OS pages for blocks of 32 KiB - 1 MiB
  * (and for blocks that realloc grows past 4 KiB, which then grow in place).
  *

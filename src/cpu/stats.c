@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* manymalloc cpu: statistics.
  *
  * Live blocks are counted per class in each heap, without a shared write:

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* manymalloc cpu: every data structure of the allocator.
  *
  * Memory comes from the OS in segments of MM_SEGMENT_SIZE bytes aligned to

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* api.c: the sys_* calls on regions and objects. sys_alloc and sys_free
  * take the local path when the object's slab is leased to this worker and
  * ask the scheduler otherwise (the paper's protocol). */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* errors.c: sys_strerror, the last error and the one-line error report. */
 #include <stdarg.h>
 #include <stdio.h>

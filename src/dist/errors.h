@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* errors.h: error codes turned into one line on stderr and the caller's
  * last error. */
 #ifndef MMD_ERRORS_H

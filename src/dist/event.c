@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* event.c: requests that need other schedulers (the paper's re-entrant,
  * stateful events). A job keeps where a request came from and what its
  * replies gathered; each request sent for it waits in the table under a

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* init.c: start and end. Reads the options, shapes the scheduler tree and
  * places the ranks (a leaf scheduler with its workers on one host wherever
  * the ranks allow), reserves the global space in every process, then makes

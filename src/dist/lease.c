@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* lease.c: the worker's leased slabs (see lease.h). Slabs are found by
  * their key in a trie of the worker's own kernel pool, and grouped by
  * (region, slot size) in a hash table of classes. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* lease.h: the worker's local fast path. The scheduler leases a worker
  * whole slabs of a region; the worker hands out and takes back their slots
  * itself, and reports their bitmaps on its next request. */

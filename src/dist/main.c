@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* main.c: the main() of programs that define myrmics_main() instead. It is
  * its own object, so that a program with a main() of its own (calling
  * sys_init and sys_finalize) links without it. */

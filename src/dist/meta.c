@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* manymalloc dist: the kernel pool (meta.h).
  *
  * Owns the chunk table, the chunks of 64-byte cells behind it and the free

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* meta.h: the kernel pool. Every piece of scheduler and worker metadata
  * (trie nodes, slab descriptors) is a 64-byte cell of this pool, named by a
  * 32-bit index, in private memory apart from the global space. Its own

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* msg.c: message buffers and the views that parse them. */
 #include <stdlib.h>
 #include "msg.h"

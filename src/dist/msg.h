@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* msg.h: the messages between a worker and its scheduler, and between
  * schedulers. A request is a header, the worker's lease reports, then the
  * request's items; a reply is a header, the region IDs whose leases the

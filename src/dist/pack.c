@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* pack.c: region packing (the paper's Sect. 4.3). A region, with all its
  * sub-regions, becomes a list of (offset, length) runs of the slabs it has in
  * use, adjacent slabs coalesced on the fly; free slabs are not sent. */

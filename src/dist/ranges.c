@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* ranges.c: growable lists of (offset, length) byte ranges. */
 #include <stdlib.h>
 #include <string.h>

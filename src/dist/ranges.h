@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* ranges.h: a growable list of (offset, length) byte ranges, made sorted and
  * disjoint by mmd_ranges_normalize(). Region packing builds one, the
  * transfer's datatype is made from one, and a worker's resident memory is

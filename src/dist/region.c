@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* region.c: local regions. Each region is a slab pool; the scheduler's
  * memory not held by any region is in the Free Ranges, what regions hold is
  * in the Used Ranges (each run tagged with its region's ID), and region IDs

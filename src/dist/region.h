@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* region.h: local regions (the paper's Sect. 4). One scheduler's regions,
  * each a slab pool with sub-regions, and the memory and region IDs it holds:
  * the Used/Free Ranges tries (which region holds which slab runs, which runs

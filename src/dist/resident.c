@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* resident.c: the memory a worker has written or received. A worker keeps
  * copies of regions it received after their owner frees them; they go back
  * to the OS here. The worker records the ranges it wrote or received and

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* route.c: where a request is served (the paper's Sect. 5.3) and where a
  * new region goes (Sect. 5.2). A scheduler serves the regions it holds; the
  * Used Ranges and IDs it lent a child say which child's subtree serves

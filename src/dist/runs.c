@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* runs.c: tries of coalesced runs (see runs.h). */
 #include "runs.h"
 #include "manymalloc/myrmics.h"

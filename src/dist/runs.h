@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* runs.h: tries of runs. A run [key, key + length) of slabs or of region IDs
  * is stored as key -> length; runs never touch (mmd_runs_add coalesces), so
  * the trie holds as few keys as possible. The Free Trie of a slab pool, the

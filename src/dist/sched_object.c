@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* sched_object.c: handlers for objects: allocating, freeing, their size,
  * and leasing slabs to a worker. A request for a region or an object that
  * another scheduler serves goes there (route.c); leases are only of this

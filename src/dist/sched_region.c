@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* sched_region.c: handlers for regions: creating one (here, or down the
  * tree where its level hint and the load say), freeing one with the
  * sub-regions other schedulers own, their statistics, and the links a

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* sched_xfer.c: handlers that gather from several schedulers: packing
  * regions and objects for sys_send, the check of which resident memory is
  * still live for a worker, and the tree's counters. Each splits its items

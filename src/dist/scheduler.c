@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* scheduler.c: the scheduler's event loop and the protocol table. One
  * handler a request type (the handlers live in sched_*.c and trade.c by
  * subject); every answer goes through mmd_answer(), which also delivers

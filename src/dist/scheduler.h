@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* scheduler.h: a scheduler of the tree (the paper's Sect. 5): its regions,
  * the workers or child schedulers it serves, what it lent its children and
  * the requests it waits on. The handlers of the protocol table are spread

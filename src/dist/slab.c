@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* slab.c: slab pools. A slab is in one of four states, kept by
  * slab_leave()/slab_enter() so that lists and counts always agree:
  *   partial  some slots live: on the partial list of its slot size

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* slab.h: slab pools (the paper's Sect. 3). A pool hands out slots of any
  * multiple of 64 bytes from 4 KiB slabs; an object larger than a slab takes
  * a run of whole slabs. The pool works on byte offsets into the global

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* space.c: the global address space. Every process maps the same range with
  * MAP_FIXED_NOREPLACE (never MAP_FIXED, which would clobber a live mapping)
  * and MAP_NORESERVE: nothing is touched or committed up front, a page is

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* space.h: the global address space, one range reserved at the same
  * address in every process. */
 #ifndef MMD_SPACE_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* trade.c: memory and region IDs between scheduler levels (the paper's
  * Sect. 5.2). The top starts with all of both. Every other scheduler keeps
  * between a low and a high watermark, proportional to the schedulers in its

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* transport.c: the only file that calls MPI. Requests and replies are small
  * two-sided messages on a duplicate of MPI_COMM_WORLD; region data moves in
  * one MPI_Send/MPI_Recv of an hindexed datatype over MPI_BOTTOM, the same

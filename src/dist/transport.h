@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* transport.h: every MPI call of dist/ goes through here. Three
  * communicators: requests and replies (workers and schedulers, and
  * schedulers among themselves), transfers between workers, and the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* tree.c: parsing the tree's shape and placing ranks (see tree.h). */
 #include <stdint.h>
 #include <stdio.h>

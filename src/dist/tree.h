@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* tree.h: the shape of the scheduler tree (MANYMALLOC_SCHEDULERS,
  * MANYMALLOC_WORKERS_PER_SCHEDULER) and which MPI rank plays which part.
  * Schedulers are numbered level by level from the top (index 0); workers

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* manymalloc dist: the 8-degree trie (trie.h).
  *
  * Owns the trie's nodes, each one kernel-pool cell.  Level 0 is the root and

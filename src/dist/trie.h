@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* trie.h: the 8-degree trie of the paper (Sect. 3.2): exact, nearest
  * (floor/ceil) and ordered lookups on integer keys, in constant time for a
  * given key width. A node is one 64-byte kernel-pool cell: an inner node

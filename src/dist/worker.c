@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* worker.c: a worker's state and its round trips to the scheduler. Every
  * request carries the lease reports that are due; every reply brings the
  * regions whose leases to drop and the remote frees in leased slabs, which

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* worker.h: a worker's state and its calls to the scheduler. */
 #ifndef MMD_WORKER_H
 #define MMD_WORKER_H

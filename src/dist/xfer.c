@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* xfer.c: sys_send, sys_recv, sys_sendrecv and sys_barrier. The sender asks
  * its scheduler to pack the regions (with their sub-regions) and objects into
  * (offset, length) runs, sends the receiver one header with the region IDs,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // gpu/atomic.cuh: the one place XMalloc spells an atomic access, a relaxed
 // access to a word others update, or a special register. Everything else
 // calls these.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // gpu/buffer.cuh: replicated buffers (J. Supercomputing 2011, Sect. 5.2). Per
 // size class, several first-level FIFOs of free chunks; a warp picks one by
 // its SM and its warp index, so warps of one SM share a few FIFOs and SMs do

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // gpu/coalesce.cuh: SIMD-level allocation coalescing (J. Supercomputing 2011,
 // Sect. 5.1, Figs. 3-4; CIT 2010, Sect. IV). The lanes of a warp asking for
 // small blocks of one size (in 16-byte units) become one request: one lane

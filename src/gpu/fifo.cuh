@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // gpu/fifo.cuh: the fixed-capacity, lock-free, sequence-numbered FIFO of
 // XMalloc (J. Supercomputing 2011, Sect. 5.2.1, Figs. 7-9). The n-th message
 // carries sequence number n and lives in slot n mod capacity; the sequence

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // gpu/heap.cu: the per-device heap instance and the kernels that set it up,
 // grow it and read it back for the host API (host.cu).
 #include "fifo.cuh"

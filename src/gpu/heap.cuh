@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // gpu/heap.cuh: the per-device heap instance, the 32-bit references that the
 // FIFOs carry, and the setup kernels that host.cu launches.
 #pragma once

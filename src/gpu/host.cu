@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // gpu/host.cu: the host API. One heap per device: xmcInit takes the heap
 // with cudaMalloc (one region, or several of at most 16 GiB each), lays out
 // the buffers and per-SM counters beside it and installs the heap header in

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // gpu/memoryblock.cuh: the heap underneath everything (CIT 2010, Sect. V-A,
 // Fig. 6). Each region is a list of Memoryblocks in address order, linked by
 // boundary tags (own size, distance back to the previous block); the free ones

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // gpu/sb_map.cuh: finding a Basicblock's Superblock by address, without
 // touching the block. Each region keeps one 32-bit entry per granule of 32
 // units (2 KiB). A Superblock is longer than a granule, so at most two meet

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // gpu/sb_stack.cuh: where published Superblocks (partly free or emptied) go
 // when the second-level FIFOs they may join are full. A few lock-free stacks
 // per class and SM, a warp picking one by its salt, linked through the

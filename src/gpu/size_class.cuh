@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // gpu/size_class.cuh: the size classes of chunks (Basicblocks or, with
 // Superblocks off, class Memoryblocks): eight classes 32..256 B in 32-byte
 // steps, then eight per doubling up to 16 KiB. Powers of two and the sizes a

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // gpu/stats.cuh: allocation counters, one set per SM so that the lanes that
 // count (group leaders, slow paths) never meet on one shared line;
 // xmcGetStats sums them on the host.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // gpu/superblock.cuh: two-level allocation (CIT 2010, Sect. V, Figs. 4-5). A
 // Superblock is a Memoryblock cut into 32 Basicblocks of one class; one
 // 64-bit word holds which of them are available and whether the Superblock

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // gpu/types.cuh: every structure of the XMalloc device heap, its constants and
 // the header words that sit in front of each block (layouts in
 // docs/gpu-design.md). Device code only; the host sees these through

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // gpu/unit_map.cuh: finding a compartment's chunk by address. Compartments
 // of a coalesced chunk carry no header, so each region keeps one byte per
 // 64-byte unit: 1 + the distance in units back to the start of the chunk

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // gpu/warp.cuh: the warp collectives XMalloc is built from, each over an
 // explicit member mask so that they stay correct when the warp has diverged
 // (Volta+ independent thread scheduling): every lane named in `mask` must call

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // gpu/xmalloc.cu: the device API. xmcMalloc sorts the calling lanes: small
 // requests of one size (in 16-byte units) from two or more lanes are
 // coalesced into one chunk, the others are grouped by size class so that one

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // Atomic bitmaps (bitmap.h): set/clear report the previous state, bits in
 // different words are independent, and concurrent updates are never lost.
 #include <gtest/gtest.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // The bounded lock-free FIFO (seq_fifo.h): full and empty at the edges of its
 // capacity, FIFO order over many laps, and under contention of several
 // producers and consumers every value comes out exactly once and each

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """The README's table of the CPU allocator's environment variables against
 src/cpu/options.c, which reads them: the same names, each row's default and
 range as the code has them, a description of one short line, and a longer

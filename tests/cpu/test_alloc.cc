@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // Behaviour specific to manymalloc beyond the C contracts: every size in turn
 // with content checks, aligned blocks freed by other threads, realloc that
 // stays in place within the usable size, mm_collect with live blocks and

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // API conformance of the mm_* entry points: one test per behaviour of the
 // C/POSIX contracts (alignment, size 0, huge sizes, realloc, calloc, usable
 // size) and of the introspection calls.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // The class indices that src/cpu/types.h hard-codes for its fast paths and
 // borrowing, pinned to the size-class table (src/common/size_class.h) they
 // are derived from: a change of the table that moves a class boundary fails

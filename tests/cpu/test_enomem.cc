@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // Out of memory under a lowered address-space limit (RLIMIT_AS), in a forked
 // child so that the test process keeps its own limit: allocation fails with
 // ENOMEM instead of crashing, what was allocated before stays intact, and

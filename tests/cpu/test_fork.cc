@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // fork from a threaded program: worker threads allocate and free while the
 // main thread forks; the child (one thread, whatever the others were doing
 // inside the allocator) must be able to check, free and allocate blocks,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // The environment options, read when the allocator starts, so every case
 // runs checked_child in a fresh process. Checked mode (MANYMALLOC_CHECKED=1):
 // a double free or a free of a pointer the allocator never handed out ends

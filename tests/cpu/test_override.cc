@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // The standard names (malloc, free, ...) exported by libmanymalloc when
 // MANYMALLOC_OVERRIDE is on: linked into a program they are manymalloc for
 // the program, for the C library's own allocations and for operator new, and

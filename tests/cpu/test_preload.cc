@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // LD_PRELOAD: real programs run with libmanymalloc.so preloaded give the same
 // results as without it, and it is manymalloc that serves their malloc.
 #include <manymalloc/manymalloc.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // Giving freed memory back to the OS: an emptied segment stays resident for
 // MANYMALLOC_PURGE_DELAY ms (so a program that frees everything and starts
 // over does not fault it all in again), then goes back at the next slow

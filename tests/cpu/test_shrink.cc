@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // Shrinking live pages (src/cpu/shrink.c): when the heap grows while a page
 // holds OS pages of free blocks only, those go back to the OS, the page
 // holds their blocks out of its free list, and links them again before it

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // The time budget of page shrinking (src/cpu/shrink.c): at the heap's peak
 // its pages give back at most MM_SHRINK_BURST OS pages at once and then
 // MANYMALLOC_SHRINK_RATE MiB a second.  CTest runs this program with a rate

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // Size classes (src/cpu/size_class.h): every request fits its class, the class wastes
 // at most 12.5% of the 16-rounded request, and the mapping is monotonic and
 // round-trips, over every size up to the largest class.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // Spans (src/cpu/span.c): blocks above 32 KiB are runs of 4 KiB units that
 // split on malloc and merge with their free neighbours on free, resize in
 // place on realloc, keep any alignment up to 128 KiB, and come back to their

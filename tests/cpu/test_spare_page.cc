@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // The spare page a class keeps (src/cpu/page.c, _mm_page_retire): an empty
 // second page stays with its class, a third goes back to its segment, and
 // mm_collect and growth at the heap's peak (_mm_heap_release_spares) give

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // Multi-threaded stress: 16 threads allocate blocks of random sizes, tag
 // them, free their own, and hand blocks to each other through shared inboxes
 // so that a large share of frees is remote. Two independent checks catch a

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // Thread exit: rounds of short-lived threads allocate and free most of what
 // they made; the rest outlives them. Each thread leaves its survivors in a
 // pool and frees some left there by the others, possibly while their makers

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // exhaustion_regions.h: a case both exhaustion programs run. Regions of one
 // 4 KiB object each until the space runs out (every eighth asked for on the
 // top scheduler, level hint 1, which with one scheduler is the only one):

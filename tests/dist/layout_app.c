@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* layout_app.c: a program that defines myrmics_main() and takes main() from
  * the library, as the README shows. Every worker prints one line naming
  * itself; layout_check.cmake runs it in good and bad layouts. */

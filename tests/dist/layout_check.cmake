@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # layout_check.cmake: starts layout_app (APP) under mpiexec (MPIEXEC) in
 # several layouts, and checks each run's exit status and output. Run with
 # cmake -P.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // manifest.h: the list of objects a sender filled (address, size, pattern
 // seed), sent to the receiver over the tests' own MPI channel so that the
 // receiver can check every byte that sys_send moved.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // mpi_error_line.cc: the one line on stderr that each failed call prints,
 // and its absence under MANYMALLOC_DIST_QUIET=1 (CTest runs this program
 // both ways). The worker's own stderr is captured around each call.

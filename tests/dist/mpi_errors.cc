@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // mpi_errors.cc: every documented failure returns its code, and the
 // allocator keeps serving after it: each case ends by allocating, writing
 // and freeing again (still_serving). Run with MANYMALLOC_DIST_QUIET=1; the

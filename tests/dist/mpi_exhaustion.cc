@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // mpi_exhaustion.cc: a global space of 64 MiB (CTest sets
 // MANYMALLOC_DIST_SPACE=64M) run out of by all workers at once: allocation
 // ends in SYS_ERR_NOMEM without a crash, every object handed out before is

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // mpi_hosts.cc: dist/ across hosts. CTest runs it through scripts/dist-hosts
 // on network-namespace hosts (each with its own hostname, TCP between them,
 // shared memory within each) with MANYMALLOC_SCHEDULERS=1,2 and two workers

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // mpi_main.cc: main() of every dist/ MPI test program. Schedulers serve;
 // every worker runs the same GoogleTest cases in the same order, so a case
 // may pair sys_send/sys_recv or call sys_barrier between workers.

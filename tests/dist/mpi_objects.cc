@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // mpi_objects.cc: objects inside regions: sys_usable_size, sys_realloc in
 // place, across sizes and across regions, and sys_balloc. Each worker works
 // in regions of its own, all workers at once.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // mpi_regions.cc: regions as each worker sees them: the worker layout,
 // sys_ralloc under the root and nested, sys_rfree of a sub-tree, and what
 // sys_region_stats reports. Every worker runs each case at once, on regions

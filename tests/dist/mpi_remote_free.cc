@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // mpi_remote_free.cc: objects freed by a worker other than the one that
 // allocated them. With leases (the default) worker 0 hands out their slots
 // itself; worker 1's frees go through the scheduler into the slab's remote

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // mpi_resident.cc: copies of regions that a worker received, and regions it
 // freed itself, go back to the OS once they are dead. Worker 0 sends regions
 // of 4 MiB to worker 1, one a round, and frees each once worker 1 has checked

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // mpi_sendrecv.cc: sys_send/sys_recv between workers: pointer structures
 // that are traversed on the receiver as they are (a linked list there and
 // back, a tree whose levels are nested regions), loose objects, regions and

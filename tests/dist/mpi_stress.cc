@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // mpi_stress.cc: every worker runs a seeded random sequence of ralloc,
 // rfree, alloc, free, realloc and balloc, then trades region trees and loose
 // objects with a random partner, round after round, checked against its

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // mpi_tree.cc: the API over a tree of schedulers (MANYMALLOC_SCHEDULERS,
 // set by CTest: 1,2 with 4 workers, 1,2,4 with 4 workers, and unset). The
 // tree expected is tree_shape.h's, worked out from the same variables.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // mpi_tree_exhaustion.cc: a global space of 64 MiB (CTest sets
 // MANYMALLOC_DIST_SPACE=64M) under a tree of schedulers, which trade it in
 // 1 MiB pages. Every worker runs out (SYS_ERR_NOMEM, nothing crashes, every

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // pattern.h: the bytes the dist/ tests write into objects and check after
 // every allocation, move and transfer. A pattern is a function of a seed and
 // of the byte's offset, so two objects (or two fills of one object) with

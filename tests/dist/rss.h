@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // rss.h: the resident memory of this process, for the tests that check
 // that memory the allocator no longer needs goes back to the OS.
 #ifndef MMD_TEST_RSS_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // stress_model.h: what one worker of the stress test believes it holds: its
 // regions (as a tree) and its live objects with the pattern each was filled
 // with. The test checks the allocator against it: bytes, live intervals,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // Range lists (ranges.c): mmd_ranges_add merges only with the last range and
 // only when the two touch; mmd_ranges_normalize makes any list sorted,
 // disjoint and non-touching without changing the bytes it covers;

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // Local regions (region.c) and region packing (pack.c): region IDs (unique,
 // from 1, reused, exhausted); nested regions and the destruction of a
 // subtree; mmd_region_of for every live object; allocation in many regions

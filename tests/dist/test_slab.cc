@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // Slab pools (slab.c, over runs.c, trie.c and meta.c): slot rounding; every
 // size class from 64 B to 4 KiB and large objects spanning slabs, none
 // overlapping and all inside the slabs the pool was given; running out of

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // The scheduler tree's shape and placement (tree.c), with no MPI:
 // parsing MANYMALLOC_SCHEDULERS and MANYMALLOC_WORKERS_PER_SCHEDULER (good
 // and bad strings; each refusal names the variable), spreading the workers

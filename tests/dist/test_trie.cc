@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // The kernel pool (meta.c) and the 8-degree trie (trie.c): pool cells are
 // zeroed, distinct, aligned and reused, across chunk boundaries, and
 // allocation fails cleanly when the pool is full; the trie's exact lookups,

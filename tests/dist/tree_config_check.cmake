@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # tree_config_check.cmake: starts tree_init_app (APP) under mpiexec (MPIEXEC)
 # with good and bad MANYMALLOC_SCHEDULERS / MANYMALLOC_WORKERS_PER_SCHEDULER
 # and checks each run: a good one serves every worker on the leaf it

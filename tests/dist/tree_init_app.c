@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* tree_init_app.c: a program with its own main() that reports what
  * sys_init() made of MANYMALLOC_SCHEDULERS and
  * MANYMALLOC_WORKERS_PER_SCHEDULER: the code when it fails (exit status 2),

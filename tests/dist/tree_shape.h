@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // tree_shape.h: the scheduler tree the tests expect, worked out on their
 // own from MANYMALLOC_SCHEDULERS and MANYMALLOC_WORKERS_PER_SCHEDULER (not
 // with the library's parser): schedulers numbered level by level from the

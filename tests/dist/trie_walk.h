@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // trie_walk.h: the unit tests' view of tries: their (key, value) pairs in
 // order, and the checks that hold for every trie of runs.
 #ifndef MMD_TEST_TRIE_WALK_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // workers.h: what a test case needs to know about and say to the other
 // workers, over the program's own MPI channel (sys_worker_comm()): who it
 // is, plain words to a peer, and the live address intervals of every worker

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // tests/gpu/gpu_test.cuh: what the XMalloc tests share: CUDA error checks, a
 // per-test heap fixture, and the host-side checks on collected blocks.
 #pragma once

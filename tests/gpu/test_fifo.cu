@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // tests/gpu/test_fifo.cu: the sequence-numbered FIFO of the replicated
 // buffers (src/gpu/fifo.cuh) on its own. Alone, it is first in first out,
 // holds as many messages as it has slots and says so when full or empty. Under

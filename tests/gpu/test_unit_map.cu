@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // tests/gpu/test_unit_map.cu: the unit map's swizzled layout
 // (src/gpu/unit_map.cuh). Every tile of 256 units keeps its entries to
 // itself, each unit has an entry of its own, eight units from a multiple of

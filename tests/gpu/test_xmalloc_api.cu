@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // tests/gpu/test_xmalloc_api.cu: XMalloc's API, one behaviour per test: the
 // host calls' error codes, xmcFree(NULL), calloc, realloc, aligned alloc,
 // large blocks, xmcGrow, statistics and their peak, compartments' whole usable

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // tests/gpu/test_xmalloc_cxx.cu: C++ on the XMalloc heap: device new/delete
 // through manymalloc/xmalloc_new.cuh (plain, array, sized through a virtual
 // destructor, over-aligned, nothrow at exhaustion) with constructors and

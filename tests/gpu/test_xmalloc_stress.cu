@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // tests/gpu/test_xmalloc_stress.cu: many threads at once, under every ablation
 // switch: each block is written whole and checked in a later kernel, live
 // blocks never overlap, diverged warps allocate and free, blocks are freed by

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # tests/package/check.cmake: installs the build tree BUILD_DIR into a scratch
 # prefix under WORK_DIR, then builds the consumer project against it
 # (find_package) and runs it, and compiles its program once more with the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* mmdriver: probing the allocator serving this run (see allocator.h). */
 #define _GNU_SOURCE
 #include "allocator.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* mmdriver: what is known about the allocator serving this run.
  *
  * The driver is linked to libmanymalloc.so but may run under any allocator

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* broken-malloc.so: an allocator with one deliberate bug, preloaded in front
  * of the real one by the tools.mmdriver_catches_* tests to show that
  * mmdriver's validation fails when it should. BROKEN_MALLOC picks the bug;

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* mmdriver: live-block index and payload patterns (see check.h). */
 #include "check.h"
 #include "mapping.h"

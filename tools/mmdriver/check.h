@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* mmdriver: validating what the allocator hands out.
  *
  * Two checks, each its own half of this module:

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* mmdriver: the driver's own memory, taken straight from the OS (see mapping.h). */
 #define _GNU_SOURCE
 #include "mapping.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* mmdriver: the driver's own memory, taken straight from the OS.
  *
  * Everything the driver keeps per trace (ops, id tables, the live-block

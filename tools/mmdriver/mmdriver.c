@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* mmdriver: replays malloc-lab traces against the allocator serving the
  * process, validates every request and reports utilization and throughput.
  * This file owns the command line and the report; see trace.c (parsing),

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* mmdriver: validated and timed replays (see replay.h). */
 #define _GNU_SOURCE
 #include "replay.h"

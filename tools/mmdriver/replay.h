@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* mmdriver: replaying a trace against the allocator.
  *
  * Two kinds of replay, as in the CMU malloc-lab mdriver: one validated

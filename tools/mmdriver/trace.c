@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* mmdriver: reading and checking malloc-lab traces (see trace.h).
  *
  * The file is mapped and parsed in place with a hand-written scanner: traces

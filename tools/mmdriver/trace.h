@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* mmdriver: malloc-lab traces (.rep) in memory.
  *
  * A trace is 4 integer header lines (classically suggested_heap_size,

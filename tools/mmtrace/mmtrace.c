@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* mmtrace: an LD_PRELOAD tracer that records a program's malloc, calloc,
  * realloc, reallocarray, free and aligned allocations as a malloc-lab trace
  * (.rep) that build/mmdriver replays.

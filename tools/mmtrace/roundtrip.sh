@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
 # tools.mmtrace_roundtrip: records trace-workload (two threads and a forked
 # child) with mmtrace.so and replays the traces through mmdriver.
 # usage: roundtrip.sh MMTRACE_SO TRACE_WORKLOAD MMDRIVER WORKDIR

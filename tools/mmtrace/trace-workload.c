@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* trace-workload: a small program for the tracer round-trip test
  * (tools.mmtrace_roundtrip). It exercises every function mmtrace.so records:
  * malloc, calloc, realloc (growing, shrinking, from NULL, to 0),

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // Block tags: a test block carries a 64-bit tag (owner thread, sequence
 // number) spread over its bytes, so that a block handed out twice, an overlap
 // or a stray write by the allocator shows up as a broken tag when the block is

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The program that test_options runs: one misuse of the allocator per mode,
  * so that checked mode (MANYMALLOC_CHECKED=1, read when the allocator starts)
  * can be watched from outside. It prints the pointer it is about to misuse on

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // Test cases that depend on what the process's allocator holds (addresses
 // of fresh segments, a heap's highest use, the threads that have heaps)
 // run in a process started afresh for them, so that they pass alone, run

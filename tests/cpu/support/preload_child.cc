@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // The program that test_preload runs with and without LD_PRELOAD: C++
 // container churn, new/delete and malloc/free from threads (with frees across
 // threads), ending in a checksum that must not depend on the allocator. It

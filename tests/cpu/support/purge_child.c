@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The program that test_purge runs: how much of the memory of freed blocks
  * stays resident under the MANYMALLOC_PURGE_DELAY of its environment (read
  * when the allocator starts, hence a process of its own).

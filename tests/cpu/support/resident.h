@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Resident OS pages of an address range (mincore), for the tests that check
  * what the allocator gave back to the OS.  Shared by the C++ tests and the
  * C child programs.  It allocates nothing: a malloc here could fault in a

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // Child processes for the tests: see subprocess.h.
 #include "subprocess.h"
 

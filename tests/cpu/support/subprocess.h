@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // Child processes for the tests: a forked copy of the test running a function
 // (for what must not touch the test process: resource limits, fork from a
 // threaded program) and an exec'd program with its output captured (for what

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // A block from mm_malloc with its size and tag (block_tag.h), filled at
 // allocation, for tests that check many blocks of many sizes.
 #ifndef MM_TEST_TAGGED_BLOCK_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // Request sizes shared by the tests: the edges of plausible size classes
 // (every power of two and its quarter steps, one byte either side) from a
 // single byte into the large-block path.

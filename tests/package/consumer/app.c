@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* tests/package/consumer: allocates through the installed library's own
  * names and prints what it saw; check.cmake compares the line. */
 #include <manymalloc/manymalloc.h>

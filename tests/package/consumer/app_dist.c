@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* tests/package/consumer: a dist program built against the installed
  * library: worker 0 sends worker 1 a region holding one object. */
 #include <manymalloc/myrmics.h>

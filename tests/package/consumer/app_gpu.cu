@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // tests/package/consumer: a kernel calling the installed GPU allocator.
 #include <manymalloc/xmalloc.cuh>
 
