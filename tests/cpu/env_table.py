@@ -3,13 +3,15 @@
 """The README's table of the CPU allocator's environment variables against
 src/cpu/options.c, which reads them: the same names, each row's default and
 range as the code has them, a description of one short line, and a longer
-explanation of each in the design doc.
+explanation of each in the design doc or the reference page it links
+(a relative link to a `*-reference.md` file beside it).
 
     env_table.py README.md src/cpu/options.c docs/cpu-design.md
 
 Exits 1 with one line per mismatch.  The range is written as the code
 clamps it: `0, 1` for a flag, `0-N` for a number, `0 and up` where the
 clamp is beyond any sensible value (2^32 or more)."""
+import os
 import re
 import sys
 
@@ -75,7 +77,15 @@ def mismatches(code, readme, design):
         if len(description) > MAX_DESCRIPTION:
             yield f"{name}: a description of {len(description)} characters (at most {MAX_DESCRIPTION})"
         if not re.search(f"`{name}[`=]", design):
-            yield f"{name}: not explained in the design doc"
+            yield f"{name}: not explained in the design doc or its reference page"
+
+
+def explanations(design_path, read):
+    """The design doc's text followed by that of each reference page it links."""
+    design = read(design_path)
+    linked = sorted(set(re.findall(r"\]\(([\w.-]+-reference\.md)(?:#[\w-]*)?\)", design)))
+    folder = os.path.dirname(design_path)
+    return "\n".join([design] + [read(os.path.join(folder, name)) for name in linked])
 
 
 def main(readme_path, options_path, design_path):
@@ -83,7 +93,7 @@ def main(readme_path, options_path, design_path):
     code = options_from_code(read(options_path))
     if not code:
         raise SystemExit("env_table.py: no mm_option_flag/mm_option_number call found in options.c")
-    problems = list(mismatches(code, rows_from_readme(read(readme_path)), read(design_path)))
+    problems = list(mismatches(code, rows_from_readme(read(readme_path)), explanations(design_path, read)))
     for p in problems:
         print(p)
     print(f"env_table.py: {len(code)} variables, {len(problems)} mismatches")
