@@ -188,7 +188,7 @@ static mm_page_t *mm_heap_page_alloc(mm_heap_t *heap, unsigned size_class) {
  * (_mm_heap_direct_follow) until it runs dry or leaves its queue: kept empty
  * pages are the memory such programs hold free at their peak, and lending
  * only those keeps a class that churns at its high from borrowing at every
- * slow path (decision: which pages lend to smaller classes).
+ * slow path (decision 0036: which pages lend to smaller classes).
  * Classes of 18-32 KiB borrow from any page with a free block, one block
  * at each slow path (their fast path stays on their own page).  Borrowers
  * and lenders are all padded classes (MM_COLOR_MIN up), so their blocks

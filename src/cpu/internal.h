@@ -215,7 +215,7 @@ static inline mm_page_remote_t *mm_segment_remote_of(mm_segment_t *seg, const vo
  * few sets and evict one another.  One line of padding spreads the heads of
  * classes from 2 KiB over every set, for a few percent more memory, up to
  * 32 KiB; beyond, a page holds few blocks and the pad would cost one of
- * them (decision: cache-line padding of 2-32 KiB classes).
+ * them (decision 0021: cache-line padding of 2-32 KiB classes).
  * (Blocks of padded classes are only 64-aligned; alloc-aligned.c carves
  * larger alignments inside them.) */
 static inline size_t mm_class_stride(unsigned size_class) {

@@ -20,7 +20,7 @@
  * that room is as much (a quarter of the bytes of large blocks still in
  * use, for a lone thread), so that the cache stays small beside what the
  * program holds, yet a program that replaces big blocks one at a time
- * finds a freed one (decision: the bound of the large-mapping cache).
+ * finds a freed one (decision 0039: the bound of the large-mapping cache).
  * calloc never takes one: fresh mappings are zero.
  * With MANYMALLOC_LARGE_HUGEPAGES=1 a new mapping of 2 MiB or more is
  * advised for transparent huge pages, calloc's excepted (big zeroed arrays

@@ -23,7 +23,7 @@
  * comes back, each OS page at the price of a share of an madvise and a
  * fault; a budget that grows by MANYMALLOC_SHRINK_RATE up to
  * MM_PURGE_BURST bounds that cost for a program that allocates as fast as
- * it can at its peak (decision: the shrink rate bound).
+ * it can at its peak (decision 0033: the shrink rate bound).
  *
  * Delays.  An emptied segment, the heap's kept empty span segment and a
  * cached large mapping go back once they stayed unused for

@@ -27,7 +27,7 @@ _Static_assert(sizeof(mm_page_t) == 64, "a page descriptor is 64 bytes");
  * 16-aligned block's first word (stored by free, loaded by malloc) can: a
  * load whose low 12 address bits match an earlier store's waits for that
  * store (4K aliasing), and malloc's load of page->free heads its chain
- * (decision: page descriptors off the 16-byte grid). */
+ * (decision 0028: page descriptors off the 16-byte grid). */
 _Static_assert(offsetof(mm_segment_t, pages) % 16 == 8 && offsetof(mm_page_t, free) == 0,
                "page->free off the 16-byte grid of block starts");
 _Static_assert(sizeof(uintptr_t) == 8 && ((uintptr_t)1 << MM_MEDIUM_PAGE_SHIFT) / MM_ALIGNMENT < ((uintptr_t)1 << (64 - MM_XTHREAD_COUNT_SHIFT)),
@@ -189,7 +189,7 @@ static void mm_segment_release_after(mm_heap_t *heap, mm_segment_t **keep) {
  * next segment it needs is the newest retired one.  A program whose pages
  * come and go at a segment boundary would otherwise purge a segment and
  * fault its pages in again every time, and one that frees everything and
- * starts over would purge and refault all of it (decision: retired segments
+ * starts over would purge and refault all of it (decision 0037: retired segments
  * stay resident for the purge delay).  The newest retired segment stays until another one empties;
  * the others go once they have stayed unused for the delay
  * (_mm_segment_purge_expired), or beyond MM_RETIRED_MAX at once, or all with

@@ -4,7 +4,7 @@
  *
  * Pages of one size class keep a freed block for that class alone, of no
  * use to the sizes beside theirs, and class rounding leaves up to 12.5% of
- * every big block resident (decision: spans for blocks above 32 KiB).  Blocks above MM_MEDIUM_BLOCK_MAX instead take
+ * every big block resident (decision 0029: spans for blocks above 32 KiB).  Blocks above MM_MEDIUM_BLOCK_MAX instead take
  * a run of whole 4 KiB units from a span segment (glibc's chunks, mimalloc's
  * spans, at OS page grain): malloc takes the first free run that fits from
  * the smallest bin of free runs that holds one and splits off the rest; free

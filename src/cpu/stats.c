@@ -9,7 +9,7 @@
  * own mallocs and frees exactly; another running thread's figures lag by
  * what its current pages did since they were last counted.  A free by a
  * thread that does not own the block counts it out at once, in its own
- * heap, so that the fast paths never count (decision: statistics counted
+ * heap, so that the fast paths never count (decision 0041: statistics counted
  * on the slow paths).  mm_stats_get sums the heaps.  OS-level
  * figures (mapped bytes, segments, large blocks) change on slow paths only
  * and are shared atomics.  The peak of bytes in use is sampled (a sum that
