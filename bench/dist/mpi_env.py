@@ -1,5 +1,6 @@
 # SPDX-License-Identifier: Apache-2.0
-"""bench/dist/mpi_env.py: the environment the dist benchmarks give mpirun.
+"""bench/dist/mpi_env.py: the environment the dist benchmarks give mpirun,
+and one run of a program under a scheduler layout.
 
 As root in a container, mpirun must be allowed explicitly, and the
 shared-memory transport must not use CMA (ptrace is not permitted there).
@@ -7,6 +8,8 @@ The environment wins over these defaults (say
 OMPI_MCA_btl_vader_single_copy_mechanism=cma where CMA works).
 """
 import os
+import shutil
+import subprocess
 
 DEFAULTS = {"OMPI_ALLOW_RUN_AS_ROOT": "1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1",
             "OMPI_MCA_btl_vader_single_copy_mechanism": "none"}
@@ -22,3 +25,27 @@ def mpi_env(extra=None):
         else:
             env[key] = value
     return env
+
+
+def run_layout(tool, program, mode, layout, workers, program_args, bind="auto", mpirun_args="", timeout=None):
+    """One run of program under mpirun: the schedulers of layout
+    (MANYMALLOC_SCHEDULERS; "1" is one) and `workers` workers, every
+    allocation a round trip in mode "remote" (MANYMALLOC_DIST_LEASE=0),
+    each rank bound to a core where bind is "auto" and the ranks fit the
+    cores. tool names the driver in the lines it prints. True if it ran
+    and exited 0."""
+    ranks = sum(int(n) for n in layout.split(",")) + workers
+    env = mpi_env({"MANYMALLOC_SCHEDULERS": layout if layout != "1" else None,
+                   "MANYMALLOC_DIST_LEASE": "0" if mode == "remote" else None})
+    where = "core" if bind == "auto" and ranks <= (os.cpu_count() or 1) else "none"
+    argv = [shutil.which("mpirun"), "--oversubscribe", "--bind-to", where, *mpirun_args.split(), "-np", str(ranks),
+            program, *program_args]
+    print(f"{tool}: {mode}, MANYMALLOC_SCHEDULERS={layout}, {workers} workers: {' '.join(argv[1:])}", flush=True)
+    try:
+        status = subprocess.run(argv, env=env, timeout=timeout).returncode
+    except subprocess.TimeoutExpired:
+        status = "timed out"
+    if status != 0:
+        print(f"{tool}: {os.path.basename(program)} ({mode}, layout {layout}, {workers} workers) failed: {status}",
+              flush=True)
+    return status == 0

@@ -38,7 +38,7 @@ import shutil
 import subprocess
 import sys
 
-from mpi_env import mpi_env
+from mpi_env import run_layout
 
 DIST = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(os.path.dirname(DIST))
@@ -94,28 +94,10 @@ def plan(args):
 
 
 def run_one(args, program, out, mode, layout, workers):
-    ranks = sum(int(n) for n in layout.split(",")) + workers
-    env = mpi_env()
-    env.pop("MANYMALLOC_SCHEDULERS", None)
-    env.pop("MANYMALLOC_DIST_LEASE", None)
-    if layout != "1":
-        env["MANYMALLOC_SCHEDULERS"] = layout
-    if mode == "remote":
-        env["MANYMALLOC_DIST_LEASE"] = "0"
-    bind = ["--bind-to", "core" if args.bind == "auto" and ranks <= (os.cpu_count() or 1) else "none"]
-    argv = [shutil.which("mpirun"), "--oversubscribe", *bind, *args.mpirun_args.split(), "-np", str(ranks), program,
-            "--out", out, "--points", str(args.points), "--reps", str(args.reps),
-            "--round-points", str(args.round_points), "--sample", str(args.sample)]
-    print(f"run_delaunay.py: {mode}, MANYMALLOC_SCHEDULERS={layout}, {workers} workers: "
-          f"{' '.join(argv[1:])}", flush=True)
-    try:
-        status = subprocess.run(argv, env=env, timeout=args.timeout).returncode
-    except subprocess.TimeoutExpired:
-        status = "timed out"
-    if status != 0:
-        print(f"run_delaunay.py: dist-delaunay ({mode}, layout {layout}, {workers} workers) failed: {status}",
-              flush=True)
-    return status == 0
+    return run_layout("run_delaunay.py", program, mode, layout, workers,
+                      ["--out", out, "--points", str(args.points), "--reps", str(args.reps),
+                       "--round-points", str(args.round_points), "--sample", str(args.sample)],
+                      args.bind, args.mpirun_args, args.timeout)
 
 
 def main(argv=None):

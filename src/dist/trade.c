@@ -5,8 +5,9 @@
  * subtree: below the low one it asks its parent for enough to reach the
  * high one (one GRANT, its reply carrying the extra), above 1.5x the high
  * one for pages and 2x for IDs it returns the surplus (one RETURN). Memory
- * moves in whole 1 MiB pages. A request that finds no memory or ID here waits (parked) for the
- * parent's grant, and is answered with the error only if that fails too.
+ * moves in whole 1 MiB pages. A request that finds no memory or ID here
+ * waits (parked) for the parent's grant, and is answered with the error
+ * only if that fails too.
  * The top, dry, first asks its whole subtree for every free page and ID
  * (RECLAIM), so that memory kept under other schedulers' watermarks is not
  * lost to a request. */

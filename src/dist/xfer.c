@@ -23,6 +23,11 @@ static bool xfer_peer_ok(const mmd_worker_t *w, int peer) {
   return peer >= 0 && peer < w->nworkers && peer != w->id;
 }
 
+/* Counts that are not negative, and an array wherever a count is not 0. */
+static bool xfer_arrays_ok(rid_t *regions, int nr, void **objects, int no) {
+  return nr >= 0 && no >= 0 && (nr == 0 || regions) && (no == 0 || objects);
+}
+
 /* The header's first part, which is also the PACK request's items: the
  * region IDs and the object offsets. 0, or a code with *bad the item. */
 static int xfer_named(mmd_worker_t *w, mmd_buf_t *b, rid_t *regions, int nr, void **objects, int no,
@@ -73,7 +78,7 @@ static void xfer_fail_item(int rc, const char *call, int peer, rid_t *regions, i
 static int xfer_outgoing(mmd_worker_t *w, const char *call, int peer, rid_t *regions, int nr, void **objects,
                          int no, mmd_buf_t *b, mmd_ranges_t *runs) {
   int64_t bad = 0;
-  int rc = nr < 0 || no < 0 || (nr && !regions) || (no && !objects) ? SYS_ERR_ARG : 0;
+  int rc = xfer_arrays_ok(regions, nr, objects, no) ? 0 : SYS_ERR_ARG;
   if (rc == 0) rc = xfer_named(w, b, regions, nr, objects, no, &bad);
   if (rc == 0 && (rc = xfer_pack(w, b, nr, no, &bad)) > 0) rc = 0;
   if (rc == 0) {
@@ -146,10 +151,6 @@ static int xfer_fill(mmd_worker_t *w, const mmd_xfer_hdr_t *h, rid_t *regions, i
   for (int i = 0; i < nr; i++) regions[i] = (uint32_t)i < h->nregions ? rids[i] : SYS_NO_REGION;
   for (int i = 0; i < no; i++) objects[i] = (uint32_t)i < h->nobjects ? mmd_ptr(w, offs[i]) : NULL;
   return h->nregions > (uint32_t)nr || h->nobjects > (uint32_t)no ? SYS_ERR_TRUNCATE : 0;
-}
-
-static bool xfer_arrays_ok(rid_t *regions, int nr, void **objects, int no) {
-  return nr >= 0 && no >= 0 && (nr == 0 || regions) && (no == 0 || objects);
 }
 
 int sys_recv(int peer_worker, rid_t *regions, int num_regions, void **objects, int num_objects) {
