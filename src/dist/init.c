@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include "errors.h"
 #include "scheduler.h"
 #include "space.h"
@@ -21,6 +22,7 @@ static struct {
   bool is_sched;
   mmd_tree_t tree;
   uint64_t space;
+  int ranks_here;        /* ranks on this rank's host */
   uintptr_t base;
   mmd_worker_t worker;
 } dist;
@@ -63,8 +65,25 @@ static int dist_tree(bool talk) {
   int *host_of = malloc((size_t)mmd_tp_size() * sizeof *host_of);
   int rc = host_of ? mmd_tp_hosts(host_of) : SYS_ERR_NOMEM;
   if (rc == 0) rc = mmd_tree_place(&dist.tree, host_of);
+  for (int r = 0; rc == 0 && r < mmd_tp_size(); r++) dist.ranks_here += host_of[r] == host_of[mmd_tp_rank()];
   free(host_of);
   return rc;
+}
+
+/* MANYMALLOC_DIST_IDLE: whether an idle scheduler naps between polls;
+ * "auto" naps where the ranks on this host outnumber its cores. */
+static int dist_idle(bool talk) {
+  const char *v = getenv("MANYMALLOC_DIST_IDLE");
+  if (v == NULL || *v == '\0' || strcmp(v, "auto") == 0) {
+    mmd_tp_idle_naps(dist.ranks_here > sysconf(_SC_NPROCESSORS_ONLN));
+    return 0;
+  }
+  if (strcmp(v, "spin") != 0 && strcmp(v, "nap") != 0) {
+    if (talk) fprintf(stderr, "manymalloc: MANYMALLOC_DIST_IDLE=%s: expected auto, spin or nap\n", v);
+    return SYS_ERR_ARG;
+  }
+  mmd_tp_idle_naps(strcmp(v, "nap") == 0);
+  return 0;
 }
 
 static int dist_options(void) {
@@ -76,6 +95,7 @@ static int dist_options(void) {
     return SYS_ERR_ARG;
   }
   int rc = dist_tree(talk);
+  if (rc == 0) rc = dist_idle(talk);
   if (rc != 0) return rc;
   dist.worker.lease_on = env_flag("MANYMALLOC_DIST_LEASE", true);
   char who[32];

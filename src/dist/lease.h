@@ -9,6 +9,7 @@
 #include <stdint.h>
 #include "manymalloc/myrmics.h"
 #include "msg.h"
+#include "ranges.h"
 #include "trie.h"
 
 struct mmd_lclass;
@@ -96,9 +97,9 @@ int mmd_lease_add(mmd_leases_t *L, rid_t rid, uint64_t slot, const uint64_t *pai
 /* Records that (rid, slot) is not leased here: its region is another
  * scheduler's. 0 or SYS_ERR_NOMEM. */
 int mmd_lease_mark_elsewhere(mmd_leases_t *L, rid_t rid, uint64_t slot);
-/* Drops every slab of a region the scheduler revoked; discard(off) is
- * called for each so its pages go back. */
-void mmd_lease_revoke(mmd_leases_t *L, rid_t rid, void (*discard)(uint64_t off));
+/* Drops every slab of a region the scheduler revoked, appending each to
+ * dropped so that its pages can go. */
+void mmd_lease_revoke(mmd_leases_t *L, rid_t rid, mmd_ranges_t *dropped);
 /* Applies slots freed through the scheduler: the count freed twice. */
 int mmd_lease_remote(mmd_leases_t *L, uint64_t off, uint64_t bits);
 /* Gives every slab up (reported with the next request): the worker ends. */

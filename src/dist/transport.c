@@ -5,6 +5,7 @@
  * on both sides because the addresses are the same: no staging buffer. */
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include "transport.h"
 #include "manymalloc/myrmics.h"
 
@@ -24,6 +25,7 @@ static struct {
   MPI_Comm peers;    /* transfers, workers only */
   MPI_Comm user;     /* sys_worker_comm(), workers only */
   tp_outbox_t out;
+  bool naps;         /* an idle scheduler sleeps between polls */
 } tp = {.sched = MPI_COMM_NULL, .peers = MPI_COMM_NULL, .user = MPI_COMM_NULL};
 
 #define TP_CHECK(call) do { if ((call) != MPI_SUCCESS) return SYS_ERR_MPI; } while (0)
@@ -111,9 +113,39 @@ int mmd_tp_call(int sched_rank, const mmd_buf_t *req, mmd_buf_t *rep) {
   return rc ? rc : tp_recv_into(tp.sched, sched_rank, TAG_REPLY, rep, NULL);
 }
 
+void mmd_tp_idle_naps(bool on) { tp.naps = on; }
+
+#define TP_SPIN_NS 50000   /* polls in vain before an idle scheduler naps */
+#define TP_NAP_NS  20000
+
+static uint64_t tp_now_ns(void) {
+  struct timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return (uint64_t)t.tv_sec * 1000000000u + (uint64_t)t.tv_nsec;
+}
+
+/* The next message's envelope, polling; once nothing has come for
+ * TP_SPIN_NS, with a nap between polls. */
+static int tp_probe_napping(MPI_Comm comm, MPI_Status *st) {
+  uint64_t idle_since = 0;
+  for (;;) {
+    int found = 0;
+    TP_CHECK(MPI_Iprobe(MPI_ANY_SOURCE, MPI_ANY_TAG, comm, &found, st));
+    if (found) return 0;
+    uint64_t now = tp_now_ns();
+    if (idle_since == 0) idle_since = now;
+    else if (now - idle_since > TP_SPIN_NS) nanosleep(&(struct timespec){0, TP_NAP_NS}, NULL);
+  }
+}
+
 int mmd_tp_next_message(mmd_buf_t *b, int *src_rank, bool *from_sched) {
   MPI_Status st;
-  TP_CHECK(MPI_Probe(MPI_ANY_SOURCE, MPI_ANY_TAG, tp.sched, &st));
+  if (tp.naps) {
+    int rc = tp_probe_napping(tp.sched, &st);
+    if (rc != 0) return rc;
+  } else {
+    TP_CHECK(MPI_Probe(MPI_ANY_SOURCE, MPI_ANY_TAG, tp.sched, &st));
+  }
   *from_sched = st.MPI_TAG == TAG_LINK;
   return tp_recv_into(tp.sched, st.MPI_SOURCE, st.MPI_TAG, b, src_rank);
 }

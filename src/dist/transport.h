@@ -35,6 +35,9 @@ int mmd_tp_send_request(int sched_rank, const mmd_buf_t *req);
  * to a worker. */
 int mmd_tp_next_message(mmd_buf_t *b, int *src_rank, bool *from_sched);
 int mmd_tp_reply(int dst_rank, const mmd_buf_t *rep);
+/* Whether a scheduler with nothing to do sleeps between polls (leaving its
+ * core to workers that share it) rather than spinning. */
+void mmd_tp_idle_naps(bool on);
 /* To another scheduler, without waiting: b is copied. */
 int mmd_tp_link_send(int dst_rank, const mmd_buf_t *b);
 /* Waits until every message to other schedulers has left. */

@@ -8,7 +8,6 @@
 #include "worker.h"
 #include "errors.h"
 #include "slab.h"
-#include "space.h"
 #include "transport.h"
 
 mmd_worker_t *mmd_self;
@@ -16,24 +15,24 @@ mmd_worker_t *mmd_self;
 int mmd_worker_init(mmd_worker_t *w) {
   mmd_leases_init(&w->leases, w->base, mmd_trie_bits_for(w->size >> MMD_SLAB_SHIFT));
   mmd_resident_init(&w->resident);
+  mmd_spare_init(&w->spare);
   return 0;
 }
 
 void mmd_worker_destroy(mmd_worker_t *w) {
   mmd_leases_destroy(&w->leases);
   mmd_resident_destroy(&w->resident);
+  mmd_spare_destroy(&w->spare);
   mmd_buf_free(&w->req);
   mmd_buf_free(&w->rep);
 }
 
-static void worker_discard_slab(uint64_t off) {
-  mmd_space_discard(mmd_self->base, off, MMD_SLAB_SIZE);
-}
-
 static void worker_apply_reply(mmd_worker_t *w) {
   const mmd_rep_view_t *v = &w->reply;
-  for (uint32_t i = 0; i < v->hdr->nrevokes; i++)
-    mmd_lease_revoke(&w->leases, v->revokes[i], worker_discard_slab);
+  mmd_ranges_t dropped = {0};
+  for (uint32_t i = 0; i < v->hdr->nrevokes; i++) mmd_lease_revoke(&w->leases, v->revokes[i], &dropped);
+  mmd_resident_discard_runs(w, &dropped);
+  mmd_ranges_free(&dropped);
   for (uint32_t i = 0; i < v->hdr->nremote; i++) {
     int twice = mmd_lease_remote(&w->leases, v->remote[i].off, v->remote[i].bits);
     if (twice > 0)
