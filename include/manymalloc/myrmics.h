@@ -62,7 +62,7 @@ typedef int64_t rid_t;
 #define SYS_ERR_NOIDS      -9  /* region IDs are exhausted */
 #define SYS_ERR_STATE     -10  /* not initialized, finalized, or called on a scheduler */
 #define SYS_ERR_MPI       -11  /* an MPI call failed */
-#define SYS_ERR_ROOT      -12  /* the root region cannot be freed */
+#define SYS_ERR_ROOT      -12  /* the root region cannot be freed or forgotten */
 
 /* ---- start and end ------------------------------------------------------ */
 
@@ -104,6 +104,15 @@ rid_t sys_ralloc(rid_t parent, int level_hint);
  * worker still reads its copy. Returns 0, SYS_ERR_NOREGION (unknown or
  * already freed) or SYS_ERR_ROOT. */
 int sys_rfree(rid_t region);
+
+/* Drops this worker's copy of a region's memory (with its sub-regions),
+ * which it will not read again: its pages go at once (kept for the next
+ * transfer or lease to land on) and read as zeros here until the region is
+ * received again. The region itself is untouched: its objects, its ID and
+ * every other worker's copy. For a region received, used and sent on, as
+ * an MPI program reuses its receive buffer. Returns 0, SYS_ERR_NOREGION or
+ * SYS_ERR_ROOT. */
+int sys_rforget(rid_t region);
 
 /* ---- objects ------------------------------------------------------------ */
 

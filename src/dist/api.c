@@ -33,6 +33,17 @@ int sys_rfree(rid_t region) {
   return 0;
 }
 
+int sys_rforget(rid_t region) {
+  mmd_worker_t *w = api_worker("sys_rforget");
+  if (w == NULL) return SYS_ERR_STATE;
+  if (region == 0) return mmd_fail(SYS_ERR_ROOT, "sys_rforget", "region 0");
+  uint64_t item = (uint64_t)region;
+  int64_t rc = mmd_call(w, MMD_MSG_PACK, 1, 0, 0, &item, 1);   /* its runs, sub-regions' too */
+  if (rc < 0) return mmd_fail((int)rc, "sys_rforget", "region %lld", (long long)region);
+  mmd_resident_discard(w, w->reply.items, (size_t)w->reply.hdr->val / 2);
+  return 0;
+}
+
 int sys_region_stats(rid_t region, int include_subregions, sys_region_stats_t *stats) {
   mmd_worker_t *w = api_worker("sys_region_stats");
   if (w == NULL) return SYS_ERR_STATE;

@@ -79,19 +79,44 @@ static bool spare_ready(mmd_spare_t *s) {
   return true;
 }
 
+/* Calls fn on each run of at least SPARE_MIN_PARK bytes of whole pages in
+ * [lo, hi) (page aligned) that are resident, or that are not, as long as
+ * fn returns true. */
+static void spare_each_run(mmd_spare_t *s, uintptr_t lo, uintptr_t hi, bool resident,
+                           bool (*fn)(mmd_spare_t *s, uintptr_t at, uint64_t len)) {
+  uint64_t page = spare_page();
+  unsigned char vec[4096];
+  for (uintptr_t at = lo; at < hi;) {
+    uint64_t chunk = hi - at < sizeof vec * page ? hi - at : sizeof vec * page, pages = chunk / page;
+    if (mincore((void *)at, chunk, vec) != 0) return;
+    for (uint64_t i = 0; i < pages;) {
+      uint64_t j = i;
+      while (j < pages && (vec[j] & 1) == resident) j++;
+      if ((j - i) * page >= SPARE_MIN_PARK && !fn(s, at + i * page, (j - i) * page)) return;
+      i = j + 1;
+    }
+    at += chunk;
+  }
+}
+
+/* Parks the pages of [at, at + len) as far as there is room. */
+static bool spare_park(mmd_spare_t *s, uintptr_t at, uint64_t len) {
+  uint64_t n = len < s->cap - s->used ? len : s->cap - s->used;
+  if (n == 0 || !spare_ready(s)) return false;
+  if (!spare_move(at, s->area + s->used, n)) {
+    spare_turn_off(s);
+    return false;
+  }
+  s->used += n;
+  return true;
+}
+
 void mmd_spare_discard(mmd_spare_t *s, uintptr_t base, uint64_t off, uint64_t len) {
   uint64_t page = spare_page();
   uint64_t lo = (off + page - 1) & ~(page - 1), hi = (off + len) & ~(page - 1);
   if (lo >= hi) return;
-  uint64_t park = hi - lo >= SPARE_MIN_PARK && s->cap > s->used ? hi - lo : 0;
-  if (park > s->cap - s->used) park = s->cap - s->used;
-  if (park && spare_ready(s)) {
-    if (spare_move(base + lo, s->area + s->used, park)) s->used += park;
-    else spare_turn_off(s), park = 0;
-  } else {
-    park = 0;
-  }
-  if (lo + park < hi) madvise((void *)(base + lo + park), hi - lo - park, MADV_DONTNEED);
+  if (hi - lo >= SPARE_MIN_PARK && s->used < s->cap && !s->off) spare_each_run(s, base + lo, base + hi, true, spare_park);
+  madvise((void *)(base + lo), hi - lo, MADV_DONTNEED);   /* what did not park; swapped-out pages too */
 }
 
 /* ---------------------------------------------------------------------------
@@ -115,42 +140,24 @@ static bool spare_room_for_mappings(mmd_spare_t *s) {
   return !s->crowded;
 }
 
-/* Parked pages into [addr, addr + len), which has no page: bytes placed,
- * from addr up. */
-static uint64_t spare_place(mmd_spare_t *s, uintptr_t addr, uint64_t len) {
+/* Parked pages into [at, at + len), which has none, from at up: whether
+ * some are left. */
+static bool spare_place(mmd_spare_t *s, uintptr_t at, uint64_t len) {
   uint64_t n = len < s->used ? len : s->used;
-  if (n == 0 || !spare_room_for_mappings(s)) return 0;
-  if (!spare_move(s->area + s->used - n, addr, n)) {
+  if (!spare_room_for_mappings(s)) return false;
+  if (!spare_move(s->area + s->used - n, at, n)) {
     spare_turn_off(s);
-    return 0;
+    return false;
   }
   s->used -= n;
-  return n;
-}
-
-/* Places parked pages on the runs of whole pages without one in
- * [lo, hi) (page aligned), as far as they go. */
-static void spare_place_holes(mmd_spare_t *s, uintptr_t lo, uintptr_t hi) {
-  uint64_t page = spare_page();
-  unsigned char vec[4096];
-  for (uintptr_t at = lo; at < hi && s->used;) {
-    uint64_t chunk = hi - at < sizeof vec * page ? hi - at : sizeof vec * page, pages = chunk / page;
-    if (mincore((void *)at, chunk, vec) != 0) return;
-    for (uint64_t i = 0; i < pages && s->used;) {
-      uint64_t j = i;
-      while (j < pages && !(vec[j] & 1)) j++;
-      if ((j - i) * page >= SPARE_MIN_PARK) spare_place(s, at + i * page, (j - i) * page);
-      i = j + 1;
-    }
-    at += chunk;
-  }
+  return s->used > 0;
 }
 
 void mmd_spare_fill(mmd_spare_t *s, uintptr_t base, uint64_t off, uint64_t len, bool populate) {
   static bool no_populate;
   uint64_t page = spare_page();
   uint64_t lo = (off + page - 1) & ~(page - 1), hi = (off + len) & ~(page - 1);
-  if (lo < hi && s->used && !s->off) spare_place_holes(s, base + lo, base + hi);
+  if (lo < hi && s->used && !s->off) spare_each_run(s, base + lo, base + hi, false, spare_place);
   if (!populate || no_populate || len == 0) return;
   lo = off & ~(page - 1), hi = (off + len + page - 1) & ~(page - 1);
   if (madvise((void *)(base + lo), hi - lo, MADV_POPULATE_WRITE) != 0 && errno == EINVAL) no_populate = true;

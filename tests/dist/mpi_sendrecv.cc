@@ -4,11 +4,13 @@
 // back, a tree whose levels are nested regions), loose objects, regions and
 // objects together, large objects, and every worker sending at once in a
 // ring; sys_sendrecv both ways at once, refused where both sides hold the
-// memory, and failing on both sides when one names a freed region. Needs at
+// memory, and failing on both sides when one names a freed region; a copy
+// forgotten (sys_rforget) that reads zeros and arrives again whole. Needs at
 // least 3 workers; pairwise cases use workers 0 and 1.
 #include <gtest/gtest.h>
 #include <manymalloc/myrmics.h>
 
+#include <algorithm>
 #include <vector>
 
 #include "manifest.h"
@@ -125,6 +127,42 @@ TEST(SendRecv, LinkedListGoesThereAndBackAndIsTraversedInPlace) {
     }
     void *obj = head;
     ASSERT_EQ(sys_send(0, regs, 1, &obj, 1), SYS_OK);
+  }
+}
+
+TEST(SendRecv, ForgottenCopyReadsZerosAndArrivesAgainWhole) {
+  constexpr uint64_t kNodes = 2000;
+  if (me() == 0) {
+    rid_t r = sys_ralloc(0, 0);
+    ASSERT_GT(r, 0);
+    ListNode *head = nullptr, **link = &head;
+    for (uint64_t i = 0; i < kNodes; i++) {
+      ListNode *n = append_node(link, i, r, 0);
+      ASSERT_NE(n, nullptr) << i;
+      link = &n->next;
+    }
+    void *obj = head;
+    for (int round = 0; round < 2; round++) ASSERT_EQ(sys_send(1, &r, 1, &obj, 1), SYS_OK) << round;
+    recv_words(1);
+    EXPECT_TRUE(list_ok(head, kNodes, 0, [](uint64_t) { return 0; })) << "the sender's copy is its own";
+    EXPECT_EQ(sys_rfree(r), SYS_OK);
+  } else if (me() == 1) {
+    rid_t r = 0;
+    void *obj = nullptr;
+    for (int round = 0; round < 2; round++) {
+      ASSERT_EQ(sys_recv(0, &r, 1, &obj, 1), SYS_OK) << round;
+      ListNode *head = static_cast<ListNode *>(obj);
+      ASSERT_TRUE(list_ok(head, kNodes, 0, [](uint64_t) { return 0; })) << "round " << round;
+      ASSERT_EQ(sys_rforget(r), SYS_OK);
+      const unsigned char *b = static_cast<const unsigned char *>(obj);
+      EXPECT_EQ(std::count(b, b + sizeof(ListNode), 0), long(sizeof(ListNode))) << "the forgotten copy reads zeros";
+    }
+    EXPECT_EQ(sys_rforget(0), SYS_ERR_ROOT);
+    rid_t gone = sys_ralloc(0, 0);
+    ASSERT_GT(gone, 0);
+    ASSERT_EQ(sys_rfree(gone), SYS_OK);
+    EXPECT_EQ(sys_rforget(gone), SYS_ERR_NOREGION);
+    send_words(0, {1});
   }
 }
 

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-// Spare pages (spare.c): a discard of at least 16 pages parks them (up to
-// the cap) and leaves the range reading zeros; a fill gives parked pages to
+// Spare pages (spare.c): a discard parks the runs of at least 16 resident
+// pages (up to the cap), never a page that has none, and leaves the range
+// reading zeros; a fill gives parked pages to
 // the runs of 16 or more pages that have none and never touches a page
 // that has one; a fill with populate leaves the whole range resident. The
 // stress runs random discards and fills over a test space beside live data
@@ -87,9 +88,8 @@ TEST(Spare, FillLeavesResidentPagesAlone) {
   Space sp(64 << 20);
   ASSERT_NE(sp.base, 0u);
   Spare s;
-  mmd_spare_discard(&s.s, sp.base, 0, 4 << 20);   // 4 MiB parked (untouched pages park too)
-  write_pattern(sp, 0, 64 << 10, 3);
-  mmd_spare_discard(&s.s, sp.base, 0, 64 << 10);
+  write_pattern(sp, 0, 4 << 20, 3);
+  mmd_spare_discard(&s.s, sp.base, 0, 4 << 20);
   if (s.s.off) GTEST_SKIP() << "this kernel cannot move pages with MREMAP_DONTUNMAP";
   // [16 MiB, +1 MiB): pages 0-39 and 200-209 hold data; 40-199 and 210-255 have none.
   const uint64_t at = 16 << 20, len = 1 << 20;
@@ -100,6 +100,17 @@ TEST(Spare, FillLeavesResidentPagesAlone) {
   EXPECT_EQ(before - s.s.used, (160 + 46) * kPage) << "only the runs without pages got parked ones";
   for (uint64_t i = at; i < at + 40 * kPage; i++) ASSERT_EQ(*sp.at(i), pattern(i, 4));
   for (uint64_t i = at + 200 * kPage; i < at + 210 * kPage; i++) ASSERT_EQ(*sp.at(i), pattern(i, 5));
+}
+
+TEST(Spare, PagesNeverWrittenAreNotParked) {
+  Space sp(16 << 20);
+  ASSERT_NE(sp.base, 0u);
+  Spare s;
+  write_pattern(sp, 1 << 20, 128 << 10, 8);   // 32 pages written inside 4 MiB never touched
+  mmd_spare_discard(&s.s, sp.base, 0, 4 << 20);
+  if (s.s.off) GTEST_SKIP() << "this kernel cannot move pages with MREMAP_DONTUNMAP";
+  EXPECT_EQ(s.s.used, 128u << 10);
+  EXPECT_TRUE(all_zero(sp.at(0), 4 << 20));
 }
 
 TEST(Spare, SmallRangesGoBackAndTheCapHolds) {
