@@ -211,6 +211,8 @@ typedef struct sys_sched_stats_s {
   int64_t regions;         /* regions alive, the root aside */
   int64_t worker_calls;    /* this worker's requests */
   int64_t worker_wait_ns;  /* time this worker spent waiting for their replies */
+  int64_t worker_spare_bytes; /* pages this worker keeps for the next transfer or
+                                 lease to land on (back to the OS after a second unused) */
 } sys_sched_stats_t;
 
 /* Fills stats: 0 or a negative code. The tree's counters are summed over

@@ -202,6 +202,7 @@ int sys_sched_stats(sys_sched_stats_t *stats) {
   memcpy(stats, w->reply.items, sizeof *stats);
   stats->worker_calls = w->calls;
   stats->worker_wait_ns = w->wait_ns;
+  stats->worker_spare_bytes = (int64_t)w->spare.used;
   return 0;
 }
 

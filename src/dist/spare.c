@@ -6,6 +6,8 @@
  * freeing the one and then allocating and zeroing the other, mremap moves
  * the page tables: discarded pages go onto a stack in an area of their own
  * and come back at the addresses that next need pages (decision 0009).
+ * Parked pages that nothing used for a second go back to the OS, at the
+ * worker's next call to the scheduler, discard or fill.
  *
  * Every move leaves its source mapped (MREMAP_DONTUNMAP), and the source
  * is then mapped afresh over itself: no range of the global space is ever
@@ -21,6 +23,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <sys/mman.h>
+#include <time.h>
 #include <unistd.h>
 #include "spare.h"
 
@@ -31,8 +34,8 @@
 #define MADV_POPULATE_WRITE 23
 #endif
 
-#define SPARE_CAP        (64ull << 20)   /* bytes parked at most */
-#define SPARE_MIN_PARK   (16 * 4096ull)  /* smaller ranges are not worth a move */
+#define SPARE_CAP        (256ull << 20)  /* bytes parked at most */
+#define SPARE_DECAY_NS   1000000000ull   /* parked pages unused this long go back */
 #define SPARE_RECOUNT    128             /* placements between readings of the mapping count */
 
 static uint64_t spare_page(void) {
@@ -62,10 +65,24 @@ static bool spare_move(uintptr_t from, uintptr_t to, uint64_t len) {
   return true;
 }
 
-static void spare_turn_off(mmd_spare_t *s) {
-  s->off = true;
+static uint64_t spare_now_ns(void) {
+  struct timespec t;
+  clock_gettime(CLOCK_MONOTONIC_COARSE, &t);
+  return (uint64_t)t.tv_sec * 1000000000u + (uint64_t)t.tv_nsec;
+}
+
+static void spare_release(mmd_spare_t *s) {
   if (s->used) madvise((void *)s->area, s->used, MADV_DONTNEED);
   s->used = 0;
+}
+
+static void spare_turn_off(mmd_spare_t *s) {
+  s->off = true;
+  spare_release(s);
+}
+
+void mmd_spare_expire(mmd_spare_t *s) {
+  if (s->used && spare_now_ns() - s->last_use_ns > SPARE_DECAY_NS) spare_release(s);
 }
 
 static bool spare_ready(mmd_spare_t *s) {
@@ -79,7 +96,7 @@ static bool spare_ready(mmd_spare_t *s) {
   return true;
 }
 
-/* Calls fn on each run of at least SPARE_MIN_PARK bytes of whole pages in
+/* Calls fn on each run of at least MMD_SPARE_MIN_RUN bytes of whole pages in
  * [lo, hi) (page aligned) that are resident, or that are not, as long as
  * fn returns true. */
 static void spare_each_run(mmd_spare_t *s, uintptr_t lo, uintptr_t hi, bool resident,
@@ -92,7 +109,7 @@ static void spare_each_run(mmd_spare_t *s, uintptr_t lo, uintptr_t hi, bool resi
     for (uint64_t i = 0; i < pages;) {
       uint64_t j = i;
       while (j < pages && (vec[j] & 1) == resident) j++;
-      if ((j - i) * page >= SPARE_MIN_PARK && !fn(s, at + i * page, (j - i) * page)) return;
+      if ((j - i) * page >= MMD_SPARE_MIN_RUN && !fn(s, at + i * page, (j - i) * page)) return;
       i = j + 1;
     }
     at += chunk;
@@ -107,6 +124,7 @@ static bool spare_park(mmd_spare_t *s, uintptr_t at, uint64_t len) {
     spare_turn_off(s);
     return false;
   }
+  if (s->used == 0) s->last_use_ns = spare_now_ns();
   s->used += n;
   return true;
 }
@@ -115,7 +133,8 @@ void mmd_spare_discard(mmd_spare_t *s, uintptr_t base, uint64_t off, uint64_t le
   uint64_t page = spare_page();
   uint64_t lo = (off + page - 1) & ~(page - 1), hi = (off + len) & ~(page - 1);
   if (lo >= hi) return;
-  if (hi - lo >= SPARE_MIN_PARK && s->used < s->cap && !s->off) spare_each_run(s, base + lo, base + hi, true, spare_park);
+  mmd_spare_expire(s);
+  if (hi - lo >= MMD_SPARE_MIN_RUN && s->used < s->cap && !s->off) spare_each_run(s, base + lo, base + hi, true, spare_park);
   madvise((void *)(base + lo), hi - lo, MADV_DONTNEED);   /* what did not park; swapped-out pages too */
 }
 
@@ -150,6 +169,7 @@ static bool spare_place(mmd_spare_t *s, uintptr_t at, uint64_t len) {
     return false;
   }
   s->used -= n;
+  s->last_use_ns = spare_now_ns();
   return s->used > 0;
 }
 
@@ -157,6 +177,7 @@ void mmd_spare_fill(mmd_spare_t *s, uintptr_t base, uint64_t off, uint64_t len, 
   static bool no_populate;
   uint64_t page = spare_page();
   uint64_t lo = (off + page - 1) & ~(page - 1), hi = (off + len) & ~(page - 1);
+  mmd_spare_expire(s);
   if (lo < hi && s->used && !s->off) spare_each_run(s, base + lo, base + hi, false, spare_place);
   if (!populate || no_populate || len == 0) return;
   lo = off & ~(page - 1), hi = (off + len + page - 1) & ~(page - 1);

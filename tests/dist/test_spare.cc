@@ -3,7 +3,8 @@
 // pages (up to the cap), never a page that has none, and leaves the range
 // reading zeros; a fill gives parked pages to
 // the runs of 16 or more pages that have none and never touches a page
-// that has one; a fill with populate leaves the whole range resident. The
+// that has one; a fill with populate leaves the whole range resident;
+// parked pages unused for a second go back. The
 // stress runs random discards and fills over a test space beside live data
 // and checks every live byte after every step, against a model.
 extern "C" {
@@ -114,21 +115,37 @@ TEST(Spare, PagesNeverWrittenAreNotParked) {
 }
 
 TEST(Spare, SmallRangesGoBackAndTheCapHolds) {
-  Space sp(256 << 20);
+  Space sp(64 << 20);
   ASSERT_NE(sp.base, 0u);
   Spare s;
+  s.s.cap = 8 << 20;   // a smaller stack than the worker's, before its first use
   write_pattern(sp, 0, 8 * kPage, 6);
   mmd_spare_discard(&s.s, sp.base, 0, 8 * kPage);
   EXPECT_EQ(s.s.used, 0u) << "fewer than 16 pages are not parked";
   EXPECT_TRUE(all_zero(sp.at(0), 8 * kPage));
 
-  const uint64_t big = s.s.cap + (16 << 20);
-  memset(sp.at(64 << 20), 7, big);
-  mmd_spare_discard(&s.s, sp.base, 64 << 20, big);
+  const uint64_t big = s.s.cap + (4 << 20);
+  memset(sp.at(16 << 20), 7, big);
+  mmd_spare_discard(&s.s, sp.base, 16 << 20, big);
   if (s.s.off) GTEST_SKIP() << "this kernel cannot move pages with MREMAP_DONTUNMAP";
   EXPECT_EQ(s.s.used, s.s.cap);
-  EXPECT_EQ(resident_pages(sp.at(64 << 20), big), 0u) << "what did not fit went back";
-  EXPECT_TRUE(all_zero(sp.at(64 << 20), big));
+  EXPECT_EQ(resident_pages(sp.at(16 << 20), big), 0u) << "what did not fit went back";
+  EXPECT_TRUE(all_zero(sp.at(16 << 20), big));
+}
+
+TEST(Spare, UnusedParkedPagesGoBackAfterASecond) {
+  Space sp(16 << 20);
+  ASSERT_NE(sp.base, 0u);
+  Spare s;
+  write_pattern(sp, 0, 1 << 20, 9);
+  mmd_spare_discard(&s.s, sp.base, 0, 1 << 20);
+  if (s.s.off) GTEST_SKIP() << "this kernel cannot move pages with MREMAP_DONTUNMAP";
+  ASSERT_EQ(s.s.used, 1u << 20);
+  usleep(1200 * 1000);
+  mmd_spare_discard(&s.s, sp.base, 4 << 20, kPage);   // any call looks at the clock
+  EXPECT_EQ(s.s.used, 0u);
+  mmd_spare_fill(&s.s, sp.base, 8 << 20, 1 << 20, false);
+  EXPECT_EQ(resident_pages(sp.at(8 << 20), 1 << 20), 0u) << "nothing was left to place";
 }
 
 TEST(Spare, PopulateMakesTheWholeRangeResident) {
