@@ -10,10 +10,8 @@
  * In each stage the two workers of a pair swap their lists (sys_sendrecv of
  * the region and the head object: one transfer of the memory the region
  * occupies each way, no pointer rewritten, as the MPI peers' MPI_Sendrecv),
- * walk and modify every node of the list received, and swap them back;
- * each then forgets its copy of the peer's list (sys_rforget), as the MPI
- * peers reuse their receive buffer, so that the next list lands on its
- * pages. Build time includes sys_ralloc; the region is freed (sys_rfree, untimed)
+ * walk and modify every node of the list received, and swap them back.
+ * Build time includes sys_ralloc; the region is freed (sys_rfree, untimed)
  * after the checks. The tree of schedulers is MANYMALLOC_SCHEDULERS's.
  *
  *   mpirun -np S+W ./dist-lists [--out DIR] [--len L] [--reps N] [--variant alloc|balloc]
@@ -57,7 +55,7 @@ static long lists_walk(list_node_t *head, int owner, int me, long len) {
 }
 
 /* One stage with peer: the lists swapped there and back (sys_sendrecv),
- * the peer's walked and modified in between, then forgotten here. */
+ * the peer's walked and modified in between. */
 static long lists_stage(int me, int peer, rid_t mine, list_node_t *head, long len) {
   rid_t theirs = SYS_NO_REGION, back = SYS_NO_REGION;
   void *obj = head, *their_head = NULL, *back_head = NULL;
@@ -66,7 +64,6 @@ static long lists_stage(int me, int peer, rid_t mine, list_node_t *head, long le
   long bad = lists_walk(their_head, peer, me, len);
   rc = sys_sendrecv(peer, &theirs, 1, &their_head, 1, &back, 1, &back_head, 1);
   if (rc != 0) lists_fail("sys_sendrecv", rc);
-  if ((rc = sys_rforget(theirs)) != 0) lists_fail("sys_rforget", rc);
   return bad + (back != mine || back_head != head);
 }
 

@@ -106,9 +106,8 @@ rid_t sys_ralloc(rid_t parent, int level_hint);
 int sys_rfree(rid_t region);
 
 /* Drops this worker's copy of a region's memory (with its sub-regions),
- * which it will not read again: its pages go at once (kept for the next
- * transfer or lease to land on) and read as zeros here until the region is
- * received again. The region itself is untouched: its objects, its ID and
+ * which it will not read again: its pages go back to the OS at once and
+ * read as zeros here until the region is received again. The region itself is untouched: its objects, its ID and
  * every other worker's copy. For a region received, used and sent on, as
  * an MPI program reuses its receive buffer. Returns 0, SYS_ERR_NOREGION or
  * SYS_ERR_ROOT. */
@@ -211,8 +210,6 @@ typedef struct sys_sched_stats_s {
   int64_t regions;         /* regions alive, the root aside */
   int64_t worker_calls;    /* this worker's requests */
   int64_t worker_wait_ns;  /* time this worker spent waiting for their replies */
-  int64_t worker_spare_bytes; /* pages this worker keeps for the next transfer or
-                                 lease to land on (back to the OS after a second unused) */
 } sys_sched_stats_t;
 
 /* Fills stats: 0 or a negative code. The tree's counters are summed over

@@ -65,18 +65,6 @@ static bool api_elsewhere(const mmd_worker_t *w, rid_t region, uint64_t slot) {
   return c && c->elsewhere;
 }
 
-/* Gives the empty slabs among the (offset, live bits) pairs parked pages,
- * if the worker has some: no object there, so no contents to keep. */
-static void api_fill_empty_slabs(mmd_worker_t *w, const uint64_t *pairs, size_t n) {
-  if (w->spare.used == 0) return;
-  mmd_ranges_t empty = {0};
-  for (size_t i = 0; i < n; i++)
-    if (pairs[2 * i + 1] == 0) mmd_ranges_add(&empty, pairs[2 * i], MMD_SLAB_SIZE);
-  mmd_ranges_normalize(&empty);
-  for (size_t i = 0; i < empty.n; i++) mmd_spare_fill(&w->spare, w->base, empty.r[i].off, empty.r[i].len, false);
-  mmd_ranges_free(&empty);
-}
-
 /* Leases more slabs of (region, slot) for about want slots: 0, a code, or
  * API_ELSEWHERE. */
 static int api_lease_refill(mmd_worker_t *w, rid_t region, uint64_t slot, uint64_t want) {
@@ -93,7 +81,6 @@ static int api_lease_refill(mmd_worker_t *w, rid_t region, uint64_t slot, uint64
   const uint64_t *pairs = w->reply.items;
   mmd_resident_touch(w, region);
   for (int64_t i = 0; i < got; i++) mmd_resident_add(w, pairs[2 * i], MMD_SLAB_SIZE);
-  api_fill_empty_slabs(w, pairs, (size_t)got);
   return mmd_lease_add(&w->leases, region, slot, pairs, (size_t)got);
 }
 
@@ -202,7 +189,6 @@ int sys_sched_stats(sys_sched_stats_t *stats) {
   memcpy(stats, w->reply.items, sizeof *stats);
   stats->worker_calls = w->calls;
   stats->worker_wait_ns = w->wait_ns;
-  stats->worker_spare_bytes = (int64_t)w->spare.used;
   return 0;
 }
 

@@ -10,6 +10,7 @@
  * memory within about twice what is live in the regions it uses. */
 #include <stdlib.h>
 #include "worker.h"
+#include "space.h"
 
 #define MMD_RESIDENT_MIN_CHECK     (16ull << 20)  /* bytes recorded before the first check */
 #define MMD_RESIDENT_MIN_NORMALIZE 1024           /* entries appended before the first normalize */
@@ -79,10 +80,10 @@ static void resident_discard_gaps(mmd_worker_t *w, const mmd_ranges_t *have, con
   for (size_t i = 0; i < have->n; i++) {
     uint64_t at = have->r[i].off, end = at + have->r[i].len;
     for (; j < nkeep && keep[j].off < end; j++) {
-      if (keep[j].off > at) mmd_spare_discard(&w->spare, w->base, at, keep[j].off - at);
+      if (keep[j].off > at) mmd_space_discard(w->base, at, keep[j].off - at);
       at = keep[j].off + keep[j].len;
     }
-    if (at < end) mmd_spare_discard(&w->spare, w->base, at, end - at);
+    if (at < end) mmd_space_discard(w->base, at, end - at);
   }
 }
 
@@ -108,15 +109,15 @@ int mmd_resident_check(mmd_worker_t *w) {
 }
 
 void mmd_resident_discard_runs(mmd_worker_t *w, mmd_ranges_t *l) {
-  mmd_ranges_normalize(l);   /* a whole run parks in one move */
-  for (size_t i = 0; i < l->n; i++) mmd_spare_discard(&w->spare, w->base, l->r[i].off, l->r[i].len);
+  mmd_ranges_normalize(l);   /* one madvise a run */
+  for (size_t i = 0; i < l->n; i++) mmd_space_discard(w->base, l->r[i].off, l->r[i].len);
 }
 
 void mmd_resident_discard(mmd_worker_t *w, const uint64_t *pairs, size_t npairs) {
   mmd_ranges_t l = {0};
   for (size_t i = 0; i < npairs; i++)
     if (mmd_ranges_add(&l, pairs[2 * i], pairs[2 * i + 1]) != 0)
-      mmd_spare_discard(&w->spare, w->base, pairs[2 * i], pairs[2 * i + 1]);
+      mmd_space_discard(w->base, pairs[2 * i], pairs[2 * i + 1]);
   mmd_resident_discard_runs(w, &l);
   mmd_ranges_free(&l);
 }

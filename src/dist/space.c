@@ -6,11 +6,15 @@
  * at 32 TiB, above where the kernel places mappings and above the shadow of
  * AddressSanitizer, and move on by whole TiB until every process agrees. */
 #define _GNU_SOURCE
+#include <errno.h>
 #include <sys/mman.h>
 #include <unistd.h>
 #include "space.h"
 #include "manymalloc/myrmics.h"
 
+#ifndef MADV_POPULATE_WRITE
+#define MADV_POPULATE_WRITE 23
+#endif
 #ifndef MAP_FIXED_NOREPLACE
 #define MAP_FIXED_NOREPLACE 0x100000
 #endif
@@ -42,3 +46,20 @@ int mmd_space_reserve(uint64_t size, bool (*agree)(bool ok), uintptr_t *base) {
 }
 
 void mmd_space_unreserve(uintptr_t base, uint64_t size) { munmap((void *)base, size); }
+
+void mmd_space_discard(uintptr_t base, uint64_t off, uint64_t len) {
+  uint64_t page = (uint64_t)sysconf(_SC_PAGESIZE);
+  uint64_t lo = (off + page - 1) & ~(page - 1), hi = (off + len) & ~(page - 1);
+  if (lo < hi) madvise((void *)(base + lo), hi - lo, MADV_DONTNEED);
+}
+
+/* Populates in one call the pages a transfer is about to write: the kernel
+ * fills them faster than the copy faulting them in one at a time (decision
+ * 0008). Kernels before 5.14 lack MADV_POPULATE_WRITE; the copy faults then. */
+void mmd_space_prefault(uintptr_t base, uint64_t off, uint64_t len) {
+  static bool unsupported;
+  if (unsupported || len == 0) return;
+  uint64_t page = (uint64_t)sysconf(_SC_PAGESIZE);
+  uint64_t lo = off & ~(page - 1), hi = (off + len + page - 1) & ~(page - 1);
+  if (madvise((void *)(base + lo), hi - lo, MADV_POPULATE_WRITE) != 0 && errno == EINVAL) unsupported = true;
+}

@@ -12,5 +12,10 @@
  * 0 and *base, or SYS_ERR_NOMEM when no candidate suits all. */
 int mmd_space_reserve(uint64_t size, bool (*agree)(bool ok), uintptr_t *base);
 void mmd_space_unreserve(uintptr_t base, uint64_t size);
+/* Gives the whole OS pages inside [base + off, base + off + len) back. */
+void mmd_space_discard(uintptr_t base, uint64_t off, uint64_t len);
+/* Makes the pages of [base + off, base + off + len) resident and writable
+ * ahead of a transfer into them. */
+void mmd_space_prefault(uintptr_t base, uint64_t off, uint64_t len);
 
 #endif

@@ -125,7 +125,7 @@ static uint64_t tp_now_ns(void) {
 }
 
 /* The next message's envelope, polling; once nothing has come for
- * TP_SPIN_NS, with a nap between polls. */
+ * TP_SPIN_NS, with a nap between polls (decision 0010). */
 static int tp_probe_napping(MPI_Comm comm, MPI_Status *st) {
   uint64_t idle_since = 0;
   for (;;) {

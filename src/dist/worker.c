@@ -15,14 +15,12 @@ mmd_worker_t *mmd_self;
 int mmd_worker_init(mmd_worker_t *w) {
   mmd_leases_init(&w->leases, w->base, mmd_trie_bits_for(w->size >> MMD_SLAB_SHIFT));
   mmd_resident_init(&w->resident);
-  mmd_spare_init(&w->spare);
   return 0;
 }
 
 void mmd_worker_destroy(mmd_worker_t *w) {
   mmd_leases_destroy(&w->leases);
   mmd_resident_destroy(&w->resident);
-  mmd_spare_destroy(&w->spare);
   mmd_buf_free(&w->req);
   mmd_buf_free(&w->rep);
 }
@@ -58,7 +56,6 @@ int64_t mmd_call(mmd_worker_t *w, mmd_msg_type_t type, int64_t a0, int64_t a1, i
                  const void *items, size_t nitems) {
   const int64_t arg[3] = {a0, a1, a2};
   if (w->resident.check_due) mmd_resident_check(w);
-  mmd_spare_expire(&w->spare);
   int rc = worker_build(w, type, arg, items, nitems);
   if (rc != 0) return rc;
   struct timespec t0, t1;

@@ -8,7 +8,6 @@
 #include "lease.h"
 #include "msg.h"
 #include "ranges.h"
-#include "spare.h"
 
 /* The pages this worker has written or received: given back to the OS when
  * the scheduler says no region it used (or received) holds them any more. */
@@ -29,7 +28,6 @@ typedef struct mmd_worker {
   bool lease_on;          /* the local fast path (MANYMALLOC_DIST_LEASE) */
   mmd_leases_t leases;
   mmd_resident_t resident;
-  mmd_spare_t spare;      /* pages parked for reuse */
   mmd_buf_t req, rep;
   mmd_rep_view_t reply;   /* the last reply's parts */
   int64_t calls;          /* round trips to the scheduler */
@@ -66,7 +64,7 @@ void mmd_resident_touch(mmd_worker_t *w, rid_t rid);
 int mmd_resident_check(mmd_worker_t *w);
 /* Discards the given ranges (from a region this worker freed) now. */
 void mmd_resident_discard(mmd_worker_t *w, const uint64_t *pairs, size_t npairs);
-/* The same for a list of ranges, which it sorts and merges. */
+/* The same for a list of ranges, which it sorts and merges first. */
 void mmd_resident_discard_runs(mmd_worker_t *w, mmd_ranges_t *l);
 
 #endif

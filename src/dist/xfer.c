@@ -9,6 +9,7 @@
 #include "errors.h"
 #include "transport.h"
 #include "worker.h"
+#include "space.h"
 
 typedef struct mmd_xfer_hdr {
   int64_t status;      /* the sender's error, or 0 */
@@ -126,10 +127,9 @@ static mmd_ranges_t xfer_incoming_runs(const mmd_xfer_hdr_t *h) {
   return (mmd_ranges_t){.r = (mmd_range_t *)r, .n = h->nranges, .cap = h->nranges};
 }
 
-/* Makes the pages ready for the data: parked ones, then populated ones
- * (decisions 0009 and 0008). */
+/* Makes the pages ready for the data (decision 0008). */
 static void xfer_prefault(mmd_worker_t *w, const mmd_ranges_t *l) {
-  for (size_t i = 0; i < l->n; i++) mmd_spare_fill(&w->spare, w->base, l->r[i].off, l->r[i].len, true);
+  for (size_t i = 0; i < l->n; i++) mmd_space_prefault(w->base, l->r[i].off, l->r[i].len);
 }
 
 /* Records what arrived as resident, with the regions it came from. */

@@ -3,9 +3,7 @@
 // freed itself, go back to the OS once they are dead. Worker 0 sends regions
 // of 4 MiB to worker 1, one a round, and frees each once worker 1 has checked
 // it; each lands at new addresses. If dead copies stayed, worker 1 would end
-// with every region it ever received resident. Pages a worker parks for reuse
-// (sys_sched_stats' worker_spare_bytes) are not counted while parked, and
-// must go back once unused for a second.
+// with every region it ever received resident.
 #include <gtest/gtest.h>
 #include <manymalloc/myrmics.h>
 
@@ -29,29 +27,17 @@ constexpr int kObjectsPerRound = 64;  // 4 MiB a round
 constexpr int64_t kRegionBytes = int64_t(kObject) * kObjectsPerRound;
 constexpr int64_t kBound = int64_t(64) << 20;
 
-int64_t spare_bytes() {
-  sys_sched_stats_t st{};
-  return sys_sched_stats(&st) == 0 ? st.worker_spare_bytes : -1;
-}
-
 struct Growth {
   int64_t baseline = 0, peak = 0;
-  // Resident bytes at this round, less what the caller says is still live
-  // and what is parked for reuse.
+  // Resident bytes at this round, less what the caller says is still live.
   void sample(int round, int64_t live = 0) {
-    const int64_t now = resident_bytes() - live - spare_bytes();
-    if (round == kWarmup) baseline = now;
-    if (round >= kWarmup) peak = std::max(peak, now);
+    if (round == kWarmup) baseline = resident_bytes() - live;
+    if (round >= kWarmup) peak = std::max(peak, resident_bytes() - live);
   }
   void expect_bounded() const {
     ASSERT_GT(baseline, 0);
     EXPECT_LT(peak - baseline, kBound) << "worker " << me() << ": resident grew from " << (baseline >> 20)
                                        << " MiB to " << (peak >> 20) << " MiB over the rounds";
-    // Parked pages go back once unused for a second, at the next call.
-    const int64_t before = resident_bytes();
-    usleep(1200 * 1000);
-    EXPECT_EQ(spare_bytes(), 0);
-    EXPECT_LT(resident_bytes(), before + (int64_t(4) << 20)) << "worker " << me();
   }
 };
 
