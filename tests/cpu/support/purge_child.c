@@ -17,7 +17,10 @@
  * allocates KEPT blocks (0) of MIB MiB (6), mappings of their own, that stay
  * in use unwritten, then allocates and writes COUNT more (1) and frees them
  * (the cache of large mappings keeps what it may), and prints the same three
- * counts over those.  `purge_child large-reuse MIB [MID]` keeps six blocks
+ * counts over those.  `purge_child large-fresh MIB COUNT KEPT` does the
+ * same with COUNT blocks that are calloc'd (never from the cache), written
+ * and freed one after another, KEPT (up to 32) in use meanwhile.
+ * `purge_child large-reuse MIB [MID]` keeps six blocks
  * of MIB MiB in use, writes and frees a seventh, then (with MID) writes and
  * frees a block of MID MiB, then writes an eighth of MIB MiB and prints the
  * page faults that took and the usable KiB of the MID block (0 without).
@@ -164,6 +167,25 @@ static int large(size_t mib, int count, int kept) {
     memset(p[i], 0x5a, size);
   }
   release(p, count);
+  print_resident_after_free(p, count, size, 5000);
+  release(live, kept);
+  mm_free(heap_first);
+  return 0;
+}
+
+#define FRESH_KEPT_MAX 32
+
+static int large_fresh(size_t mib, int count, int kept) {
+  const size_t size = mib << 20;
+  void *p[LARGE_MAX], *live[FRESH_KEPT_MAX];
+  if (count < 1 || count > LARGE_MAX || kept < 0 || kept > FRESH_KEPT_MAX) return 2;
+  void *heap_first = mm_malloc(16);
+  if (heap_first == NULL || !hold(live, kept, size)) return 2;
+  for (int i = 0; i < count; i++) {
+    if ((p[i] = mm_calloc(1, size)) == NULL) return 2;
+    memset(p[i], 0x5a, size);
+    mm_free(p[i]);
+  }
   print_resident_after_free(p, count, size, 5000);
   release(live, kept);
   mm_free(heap_first);
@@ -373,6 +395,7 @@ int main(int argc, char **argv) {
   if (strcmp(mode, "large-split-header") == 0) return large_split_header();
   if (strcmp(mode, "large") == 0) return large(argc > 2 ? strtoul(argv[2], NULL, 10) : 6, argc > 3 ? atoi(argv[3]) : 1,
                                               argc > 4 ? atoi(argv[4]) : 0);
+  if (strcmp(mode, "large-fresh") == 0 && argc > 4) return large_fresh(strtoul(argv[2], NULL, 10), atoi(argv[3]), atoi(argv[4]));
   if (strcmp(mode, "large-bulk") == 0)
     return large_bulk(argc > 2 ? atoi(argv[2]) : 1, argc > 3 ? strtoul(argv[3], NULL, 10) : 1280, argc > 4 ? atoi(argv[4]) : BULK_MAX);
   if (strcmp(mode, "large-reuse") == 0)
