@@ -44,7 +44,7 @@
 #define MM_LARGE_CACHE_BYTES ((size_t)64 << 20) /* bytes of all the cached mappings, at most, */
 #define MM_LARGE_CACHE_SHARE 4                  /* ... or a quarter of the bytes of large blocks in use, */
 #define MM_LARGE_PEAK_SLACK  8                  /* ... or, with many threads, up to an eighth above the peak in use */
-#define MM_LARGE_BULK_MAX    ((size_t)64 << 20) /* ... for mappings of up to this size */
+#define MM_LARGE_BULK_MAX    ((size_t)512 << 20) /* ... for mappings of up to this size (decision 0093) */
 #define MM_LARGE_PAGES_MAX   (MM_SEGMENT_SIZE - 1) /* OS pages an entry can name: 16 GiB of them */
 
 /* Cached mappings, 0 where none.  An entry is the mapping's address (a
