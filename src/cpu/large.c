@@ -11,8 +11,7 @@
  * most (or a quarter of the large bytes in use, or up to an eighth above the
  * recent peak of large bytes in use, mm_large_cache_room; a freed mapping
  * takes the room of smaller ones, and joins the cached mappings next to it,
- * mm_large_cache_join); the next large block
- * takes the one that fits best, whole if it fills half of it or more (as
+ * mm_large_cache_join); the next large block takes the one that fits best, whole if it fills half of it or more (as
  * realloc keeps a mapping), split at a segment boundary if it is bigger
  * (the rest stays cached), else grown with mremap, so the pages it keeps
  * need not be faulted in again (a program that grows and frees big arrays
@@ -43,7 +42,7 @@
 #define MM_LARGE_CACHE_SMALL ((size_t)8 << 20)  /* mappings always cached up to this size */
 #define MM_LARGE_CACHE_BYTES ((size_t)64 << 20) /* bytes of all the cached mappings, at most, */
 #define MM_LARGE_CACHE_SHARE 4                  /* ... or a quarter of the bytes of large blocks in use, */
-#define MM_LARGE_PEAK_SLACK  8                  /* ... or, with many threads, up to an eighth above the peak in use */
+#define MM_LARGE_PEAK_SLACK  8                  /* ... or up to an eighth above the recent peak in use */
 #define MM_LARGE_BULK_MAX    ((size_t)512 << 20) /* ... for mappings of up to this size (decision 0093) */
 #define MM_LARGE_PAGES_MAX   (MM_SEGMENT_SIZE - 1) /* OS pages an entry can name: 16 GiB of them */
 
