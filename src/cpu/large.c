@@ -11,9 +11,10 @@
  * most (or a quarter of the large bytes in use, or up to an eighth above the
  * recent peak of large bytes in use, mm_large_cache_room; a freed mapping
  * takes the room of smaller ones, and joins the cached mappings next to it,
- * mm_large_cache_join); the next large block takes the one that fits best, whole if it fills half of it or more (as
- * realloc keeps a mapping), split at a segment boundary if it is bigger
- * (the rest stays cached), else grown with mremap, so the pages it keeps
+ * mm_large_cache_join); the next large block takes the one that fits
+ * best, whole if it fills half of it or more (as realloc keeps a mapping),
+ * split at a segment boundary if it is bigger (the rest stays cached), else
+ * grown with mremap, so the pages it keeps
  * need not be faulted in again (a program that grows and frees big arrays
  * in a loop otherwise pays a fault per 4 KiB every time).  A mapping of up
  * to MM_LARGE_CACHE_SMALL bytes is always cached; a larger one only while
