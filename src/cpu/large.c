@@ -11,19 +11,18 @@
  * most (or a quarter of the large bytes in use, or up to an eighth above the
  * recent peak of large bytes in use, mm_large_cache_room; a freed mapping
  * takes the room of smaller ones, and joins the cached mappings next to it,
- * mm_large_cache_join); the next large block takes the one that fits
- * best, whole if it fills half of it or more (as realloc keeps a mapping),
- * split at a segment boundary if it is bigger (the rest stays cached), else
- * grown with mremap, so the pages it keeps
- * need not be faulted in again (a program that grows and frees big arrays
- * in a loop otherwise pays a fault per 4 KiB every time).  A mapping of up
- * to MM_LARGE_CACHE_SMALL bytes is always cached; a larger one only while
- * that room is as much, so that the cache stays small beside what the
- * program once held, yet a program that replaces big blocks one at a time
- * finds a freed one (decisions 0039 and 0091: the bound of the large-mapping
- * cache).  Where a new mapping fails, the cached ones go back to the OS and
- * it is tried once more.
- * calloc never takes one: fresh mappings are zero.
+ * mm_large_cache_join); the next large block takes the one that fits best,
+ * whole if it fills half of it or more (as realloc keeps a mapping), split
+ * at a segment boundary if it is bigger (the rest stays cached), else grown
+ * with mremap, so the pages it keeps need not be faulted in again (a program
+ * that grows and frees big arrays in a loop otherwise pays a fault per 4 KiB
+ * every time).  A mapping of up to MM_LARGE_CACHE_SMALL bytes is always
+ * cached; a larger one only while that room is as much, so that the cache
+ * stays small beside what the program once held, yet a program that replaces
+ * big blocks one at a time finds a freed one (decisions 0039 and 0091: the
+ * bound of the large-mapping cache).  Where a new mapping fails, the cached
+ * ones go back to the OS and it is tried once more.  calloc never takes one:
+ * fresh mappings are zero.
  * With MANYMALLOC_LARGE_HUGEPAGES=1 a new mapping of 2 MiB or more is
  * advised for transparent huge pages, calloc's excepted (big zeroed arrays
  * are often written only here and there).  It is off by default: a program
