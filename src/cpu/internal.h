@@ -155,7 +155,7 @@ void _mm_span_purge_expired(mm_heap_t *heap, uint64_t now);
 
 /* ---- large.c ---- */
 void *_mm_large_alloc(size_t size, size_t alignment, bool zero);
-void _mm_large_cache_purge(void);
+size_t _mm_large_cache_purge(void);
 void _mm_large_free(mm_segment_t *seg);
 void _mm_large_cache_expire(uint64_t now);
 void *_mm_large_realloc(mm_segment_t *seg, void *p, size_t size);

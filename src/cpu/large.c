@@ -8,20 +8,21 @@
  * one segment before the block (mm_segment_of rounds p - 1 down).
  *
  * Freed mappings wait in a lock-free array, MM_LARGE_CACHE_BYTES of them at
- * most (or a quarter of the large bytes in use; with many threads, also up
- * to an eighth above the peak of large bytes in use, mm_large_cache_room; a
- * freed mapping takes the room of smaller ones); the next large block
- * takes the one that fits best, whole if it fills half of it or more (as
- * realloc keeps a mapping), split at a segment boundary if it is bigger
- * (the rest stays cached), else grown with mremap, so the pages it keeps
- * need not be faulted in again (a program that grows and frees big arrays
- * in a loop otherwise pays a fault per 4 KiB every time).  A mapping of up
- * to MM_LARGE_CACHE_SMALL bytes is always cached; a larger one only while
- * that room is as much (a quarter of the bytes of large blocks still in
- * use, for a lone thread), so that the cache stays small beside what the
- * program holds, yet a program that replaces big blocks one at a time
- * finds a freed one (decision 0039: the bound of the large-mapping cache).
- * calloc never takes one: fresh mappings are zero.
+ * most (or a quarter of the large bytes in use, or up to an eighth above the
+ * recent peak of large bytes in use, mm_large_cache_room; a freed mapping
+ * takes the room of smaller ones, and joins the cached mappings next to it,
+ * mm_large_cache_join); the next large block takes the one that fits best,
+ * whole if it fills half of it or more (as realloc keeps a mapping), split
+ * at a segment boundary if it is bigger (the rest stays cached), else grown
+ * with mremap, so the pages it keeps need not be faulted in again (a program
+ * that grows and frees big arrays in a loop otherwise pays a fault per 4 KiB
+ * every time).  A mapping of up to MM_LARGE_CACHE_SMALL bytes is always
+ * cached; a larger one only while that room is as much, so that the cache
+ * stays small beside what the program once held, yet a program that replaces
+ * big blocks one at a time finds a freed one (decisions 0039 and 0091: the
+ * bound of the large-mapping cache).  Where a new mapping fails, the cached
+ * ones go back to the OS and it is tried once more.  calloc never takes one:
+ * fresh mappings are zero.
  * With MANYMALLOC_LARGE_HUGEPAGES=1 a new mapping of 2 MiB or more is
  * advised for transparent huge pages, calloc's excepted (big zeroed arrays
  * are often written only here and there).  It is off by default: a program
@@ -41,8 +42,8 @@
 #define MM_LARGE_CACHE_SMALL ((size_t)8 << 20)  /* mappings always cached up to this size */
 #define MM_LARGE_CACHE_BYTES ((size_t)64 << 20) /* bytes of all the cached mappings, at most, */
 #define MM_LARGE_CACHE_SHARE 4                  /* ... or a quarter of the bytes of large blocks in use, */
-#define MM_LARGE_PEAK_SLACK  8                  /* ... or, with many threads, up to an eighth above the peak in use */
-#define MM_LARGE_BULK_MAX    ((size_t)64 << 20) /* ... for mappings of up to this size */
+#define MM_LARGE_PEAK_SLACK  8                  /* ... or up to an eighth above the recent peak in use */
+#define MM_LARGE_BULK_MAX    ((size_t)512 << 20) /* ... for mappings of up to this size (decision 0093) */
 #define MM_LARGE_PAGES_MAX   (MM_SEGMENT_SIZE - 1) /* OS pages an entry can name: 16 GiB of them */
 
 /* Cached mappings, 0 where none.  An entry is the mapping's address (a
@@ -123,18 +124,21 @@ static bool mm_large_cache_put(uintptr_t entry) {
 
 /* The bytes of mappings above MM_LARGE_CACHE_SMALL the cache may hold
  * beside `in_use` bytes of large blocks, for a mapping of `size` bytes: a
- * quarter of them.  While more threads than MANYMALLOC_SHRINK_THREADS have
- * heaps, and for a mapping of up to MM_LARGE_BULK_MAX, also all that keeps
- * the bytes in use and cached within an eighth above the peak of bytes in
- * use (mm_large_peak): blocks freed in bulk, at a phase's or the threads'
- * end, wait out the purge delay instead of being unmapped one by one, each
- * munmap stalling every other thread's page faults on the process's mmap
- * lock.  The memory held so stays within an eighth of what the blocks in
- * use once took.  A bigger mapping is not held so: unmapping it once its
- * delay is over would stall the thread that happens to do it for as long. */
+ * quarter of them, and for a mapping of up to MM_LARGE_BULK_MAX also all
+ * that keeps the bytes in use and cached within an eighth above the peak of
+ * bytes in use (mm_large_peak), which each expiry lowers by what it gave
+ * back.  A program that frees its big blocks and allocates the next finds
+ * their pages instead of faulting them in again, even where it holds no
+ * other (decision 0091); blocks freed in bulk by many threads, at a phase's
+ * or the threads' end, wait out the purge delay instead of being unmapped
+ * one by one, each munmap stalling every other thread's page faults on the
+ * process's mmap lock (decision 0040).  The memory held so stays within an
+ * eighth of what the blocks in use recently took.  A bigger mapping is not
+ * held so: unmapping it once its delay is over would stall the thread that
+ * happens to do it for as long. */
 static size_t mm_large_cache_room(size_t in_use, size_t size) {
   size_t room = in_use / MM_LARGE_CACHE_SHARE;
-  if (_mm_few_threads() || size > MM_LARGE_BULK_MAX) return room;
+  if (size > MM_LARGE_BULK_MAX) return room;
   size_t peak = mm_atomic_load_relaxed(&mm_large_peak);
   size_t held = peak + peak / MM_LARGE_PEAK_SLACK;
   return held > in_use && held - in_use > room ? held - in_use : room;
@@ -147,14 +151,20 @@ static void mm_large_peak_lower(size_t bytes) {
   while (!mm_atomic_cas(&mm_large_peak, &seen, seen > bytes ? seen - bytes : 0)) {}
 }
 
+/* Whether the cache may take a mapping of `size` bytes beside `room`
+ * (mm_large_cache_room). */
+static bool mm_large_cache_admits(size_t size, size_t room) {
+  if (size / MM_OS_PAGE_SIZE > MM_LARGE_PAGES_MAX) return false; /* not in an entry */
+  return size <= MM_LARGE_CACHE_SMALL || size <= room;
+}
+
 /* Caches a freed mapping; false when it does not fit.  Where the bound
  * leaves no room, cached mappings smaller than it go back to the OS to make
  * room, the smallest first: a big mapping serves more blocks (cut, or taken
  * whole) than the small ones that cuts leave. */
 static bool mm_large_cache_push(mm_segment_t *seg) {
   size_t size = seg->mapped_size, room = mm_large_cache_room(_mm_stats_large_bytes(), size);
-  if (size / MM_OS_PAGE_SIZE > MM_LARGE_PAGES_MAX) return false; /* not in an entry */
-  if (size > MM_LARGE_CACHE_SMALL && size > room) return false;
+  if (!mm_large_cache_admits(size, room)) return false;
   size_t bound = room > MM_LARGE_CACHE_BYTES ? room : MM_LARGE_CACHE_BYTES;
   while (mm_atomic_load_relaxed(&mm_large_cached_bytes) + size > bound) {
     mm_segment_t *smaller = mm_large_cache_smallest_below(size);
@@ -166,6 +176,33 @@ static bool mm_large_cache_push(mm_segment_t *seg) {
     return true;
   mm_atomic_fetch_add(&mm_large_cached_bytes, (uintptr_t)0 - size);
   return false;
+}
+
+/* The freed mapping `seg` joined with the cached mappings that end where it
+ * starts and start where it ends, where the cache admits the whole: the
+ * rest of a mapping cut for a smaller block (mm_large_split) meets its
+ * front again when that block is freed, so that the next bigger block finds
+ * the mapping whole with its pages instead of growing the front over fresh
+ * ones.  Mappings that merely lie side by side join as well; where the
+ * kernel keeps them apart, a later mremap over both fails and the block is
+ * mapped afresh (mm_large_reuse) or copied (_mm_large_realloc). */
+static mm_segment_t *mm_large_cache_join(mm_segment_t *seg) {
+  size_t used = mm_atomic_load_relaxed(&mm_large_cache_used), in_use = _mm_stats_large_bytes();
+  for (size_t i = 0; i < used; i++) {
+    uintptr_t entry = mm_atomic_load_relaxed(&mm_large_cache[i]);
+    uintptr_t at = entry & ~(MM_SEGMENT_SIZE - 1), end = (uintptr_t)seg + seg->mapped_size;
+    size_t size = mm_large_entry_size(entry), joined = seg->mapped_size + size;
+    if (entry == 0 || (at != end && at + size != (uintptr_t)seg)) continue;
+    if (!mm_large_cache_admits(joined, mm_large_cache_room(in_use, joined))) continue;
+    mm_segment_t *neighbour = mm_large_cache_take(i, entry);
+    if (neighbour == NULL) continue;
+    if (at != end) { /* it lies before: the joined mapping starts with its header */
+      neighbour->purge_at = seg->purge_at;
+      seg = neighbour;
+    }
+    seg->mapped_size = joined;
+  }
+  return seg;
 }
 
 /* The cached mapping that best fits `mapped` bytes: the smallest that is
@@ -184,13 +221,17 @@ static mm_segment_t *mm_large_cache_best(size_t mapped) {
   return NULL;
 }
 
-/* Returns every cached mapping to the OS. */
-void _mm_large_cache_purge(void) {
-  size_t used = mm_atomic_load_relaxed(&mm_large_cache_used);
+/* Returns every cached mapping to the OS; the bytes that went. */
+size_t _mm_large_cache_purge(void) {
+  size_t used = mm_atomic_load_relaxed(&mm_large_cache_used), released = 0;
   for (size_t i = 0; i < used; i++) {
     mm_segment_t *seg = mm_large_cache_take_any(i);
-    if (seg != NULL) _mm_os_free(seg, seg->mapped_size);
+    if (seg == NULL) continue;
+    released += seg->mapped_size;
+    _mm_os_free(seg, seg->mapped_size);
   }
+  mm_large_peak_lower(released);
+  return released;
 }
 
 /* Whether a block or mapping of `have` bytes serves `want` as it is: it is
@@ -265,6 +306,13 @@ static size_t mm_large_mapping(size_t offset, size_t size) {
   return mm_os_page_round(offset + size);
 }
 
+/* A new mapping of `mapped` bytes for a block at `alignment`; NULL with
+ * errno ENOMEM when the OS has none. */
+static mm_segment_t *mm_large_map(size_t mapped, size_t alignment) {
+  return alignment <= MM_SEGMENT_SIZE ? _mm_os_alloc_aligned(mapped, MM_SEGMENT_SIZE, 0)
+                                      : _mm_os_alloc_aligned(mapped, alignment, MM_SEGMENT_SIZE);
+}
+
 /* A block of `size` bytes at `alignment`; zeroed if `zero`. */
 void *_mm_large_alloc(size_t size, size_t alignment, bool zero) {
   uintptr_t offset = alignment <= MM_LARGE_OFFSET ? MM_LARGE_OFFSET
@@ -280,8 +328,8 @@ void *_mm_large_alloc(size_t size, size_t alignment, bool zero) {
   if (seg != NULL) {
     mapped = seg->mapped_size; /* up to twice the block's, taken whole */
   } else {
-    seg = alignment <= MM_SEGMENT_SIZE ? _mm_os_alloc_aligned(mapped, MM_SEGMENT_SIZE, 0)
-                                       : _mm_os_alloc_aligned(mapped, alignment, MM_SEGMENT_SIZE);
+    seg = mm_large_map(mapped, alignment);
+    if (seg == NULL && _mm_large_cache_purge() > 0) seg = mm_large_map(mapped, alignment); /* under pressure */
     if (seg == NULL) return NULL;
     if (_mm_options.large_hugepages && !zero && mapped >= MM_HUGEPAGE_SIZE) _mm_os_advise_hugepages(seg, mapped);
   }
@@ -302,6 +350,7 @@ void _mm_large_free(mm_segment_t *seg) {
   _mm_checked_on_unmap(seg, true);
   if (seg->block_offset == MM_LARGE_OFFSET) {
     if (_mm_options.purge) seg->purge_at = mm_purge_delay_end(_mm_os_clock_ms()); /* before another thread may pop it */
+    seg = mm_large_cache_join(seg);
     if (mm_large_cache_push(seg)) {
       if (_mm_options.purge) _mm_purge_warm_schedule(seg->purge_at);
       return;

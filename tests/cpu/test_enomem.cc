@@ -153,4 +153,25 @@ TEST(Enomem, LargeBlocksFailCleanlyAndRecover) {
       << outcome_name(status) << " (" << status_string(status) << ")";
 }
 
+// A freed mapping that the large cache keeps (60 MiB, within an eighth above
+// the peak) goes back to the OS when a new mapping would not fit beside it:
+// under a limit of 100 MiB more, a calloc of 70 MiB (which never takes a
+// cached mapping) succeeds.
+TEST(Enomem, CachedLargeMappingsGoBackWhenANewMappingFails) {
+  const int status = run_forked([] {
+    mm_free(mm_malloc(16));
+    if (!limit_address_space(100 * MiB)) return int(kNoLimit);
+    char *freed = static_cast<char *>(mm_malloc(60 * MiB));
+    if (freed == nullptr) return int(kNothingFit);
+    tag_fill(freed, 60 * MiB, tag_make(3, 0));
+    mm_free(freed);
+    char *next = static_cast<char *>(mm_calloc(1, 70 * MiB));
+    if (next == nullptr) return int(kNoRecovery);
+    mm_free(next);
+    return int(kOk);
+  });
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == kOk)
+      << outcome_name(status) << " (" << status_string(status) << ")";
+}
+
 }  // namespace

@@ -147,20 +147,25 @@ TEST(Purge, LongDelayKeepsACachedLargeBlockUntilCollect) {
   EXPECT_EQ(kib.after_collect, 0u);
 }
 
-// A freed mapping above 8 MiB is cached only while a quarter of the bytes of
-// large blocks in use is as much (src/cpu/large.c): alone, one of 20 MiB goes
-// back at once.
-TEST(Purge, LoneLargeMappingAboveTheCacheFloorGoesBackAtOnce) {
-  const Resident kib = run_child({kKeepFreed}, "large", {"20", "1", "0"});
-  EXPECT_EQ(kib.after_free, 0u) << "a lone 20 MiB mapping should not be cached";
+// A freed mapping above 8 MiB is cached while the bytes in use and cached
+// stay within an eighth above the recent peak of large bytes in use
+// (src/cpu/large.c, decision 0091): alone, one of 20 MiB waits for the next
+// large block, and goes back to the OS once the delay is over.
+TEST(Purge, LoneLargeMappingAboveTheCacheFloorWaitsForItsDelay) {
+  constexpr size_t kBlockKib = 20 * 1024;
+  const Resident kib = run_child({}, "large", {"20", "1", "0"});
+  EXPECT_GE(kib.after_free, kBlockKib - 64) << "a lone 20 MiB mapping should wait for the next block";
+  EXPECT_EQ(kib.after_delay, 0u) << "the cached mapping should go back after the delay";
+  EXPECT_EQ(kib.after_collect, 0u);
 }
 
-// Beside 160 MiB of large blocks in use, four freed mappings of 20 MiB could
-// each be cached, but the cache holds 64 MiB: three of them, until it is
-// emptied.
+// Blocks of 20 MiB calloc'd (never from the cache), written and freed one
+// after another, never more than one in use: the peak (20 MiB) leaves room
+// for one, the cache's floor of 64 MiB for three, and the others go back at
+// their free.
 TEST(Purge, CachedLargeMappingsStayWithinTheirBound) {
   constexpr size_t kBlockKib = 20 * 1024, kBoundKib = 64 * 1024;
-  const Resident kib = run_child({kKeepFreed}, "large", {"20", "4", "8"});
+  const Resident kib = run_child({kKeepFreed}, "large-fresh", {"20", "8", "0"});
   EXPECT_GE(kib.after_free, 3 * kBlockKib - 64) << "the cache should keep three freed mappings";
   EXPECT_LE(kib.after_free, kBoundKib) << "the cache kept more than its bound";
   EXPECT_EQ(kib.after_collect, 0u);
@@ -170,9 +175,9 @@ TEST(Purge, CachedLargeMappingsStayWithinTheirBound) {
 // threads' end) stay cached, up to an eighth above the peak of large bytes
 // in use, until the delay sends them back: each munmap would stall every
 // other thread's page faults. 80 freed blocks of 1.25 MiB, 100 MiB, stay
-// resident: more than the 64 MiB a lone thread's cache holds, and more
-// mappings than the cache had places for until 3dc8ad0.
-constexpr size_t kBulkKib = 80 * 1280, kLoneBoundKib = 64 * 1024;
+// resident: more than the cache's floor of 64 MiB, and more mappings than
+// the cache had places for until 3dc8ad0.
+constexpr size_t kBulkKib = 80 * 1280, kLoneFloorKib = 64 * 1024;
 
 TEST(Purge, LargeBlocksFreedInBulkStayCachedWhileManyThreadsHaveHeaps) {
   const Resident kib = run_child({}, "large-bulk", {"2"});
@@ -181,20 +186,42 @@ TEST(Purge, LargeBlocksFreedInBulkStayCachedWhileManyThreadsHaveHeaps) {
   EXPECT_EQ(kib.after_collect, 0u);
 }
 
-// A mapping above 64 MiB is not held so: once its delay is over, unmapping
-// its written pages would stall whichever thread expires it for as long.
-// Alone, beside the second thread's heap, a freed 80 MiB block goes back at
-// once.
-TEST(Purge, LargeMappingAbove64MiBIsNotHeldPastItsFreeWhileManyThreadsHaveHeaps) {
+// A freed mapping of up to 512 MiB is held so, beside the second thread's
+// heap as well: a lone 80 MiB block waits for its delay, then goes back
+// (decision 0093).
+TEST(Purge, LargeMappingOf80MiBWaitsForItsDelayWhileManyThreadsHaveHeaps) {
+  constexpr size_t kBlockKib = 80 * 1024;
   const Resident kib = run_child({}, "large-bulk", {"2", "81920", "1"});
-  EXPECT_EQ(kib.after_free, 0u) << "a lone 80 MiB mapping should not be cached";
+  EXPECT_GE(kib.after_free, kBlockKib - 64) << "a lone 80 MiB mapping should wait for the next block";
+  EXPECT_EQ(kib.after_delay, 0u) << "the cached mapping should go back after the delay";
+  EXPECT_EQ(kib.after_collect, 0u);
 }
 
-TEST(Purge, LargeBlocksFreedInBulkByALoneThreadKeepTheBound) {
+// A bigger one is not: once its delay is over, unmapping its written pages
+// would stall whichever thread expires it for as long. A lone block of
+// 520 MiB (never written, so it takes no memory) is unmapped at its free.
+size_t mapped_kib_given_back_at_free(const char *mib) {
+  const ProgramResult r = run_kept({"large-mapped", mib});
+  size_t kib = 0;
+  EXPECT_EQ(sscanf(r.out.c_str(), "%zu", &kib), 1) << r.out;
+  return kib;
+}
+
+TEST(Purge, LargeMappingAbove512MiBIsNotHeldPastItsFree) {
+  EXPECT_GE(mapped_kib_given_back_at_free("520"), 520u * 1024) << "a lone 520 MiB mapping should not be cached";
+  EXPECT_EQ(mapped_kib_given_back_at_free("500"), 0u) << "a lone 500 MiB mapping should wait for its delay";
+}
+
+// A lone thread's blocks freed in bulk stay cached as well, beyond the floor
+// of 64 MiB: in use and cached stay within an eighth above the peak in use
+// (the 100 MiB of blocks freed), until the delay sends them back.
+TEST(Purge, LargeBlocksFreedInBulkByALoneThreadWaitForTheirDelay) {
   const Resident kib = run_child({}, "large-bulk", {"1"});
-  EXPECT_GE(kib.after_free, kLoneBoundKib - kBulkKib / 80) << "the cache should fill its 64 MiB";
-  EXPECT_LE(kib.after_free, kLoneBoundKib) << "a lone thread's cache kept more than its bound";
-  EXPECT_EQ(kib.after_delay, 0u);
+  EXPECT_GE(kib.after_free, kBulkKib - 64) << "the cache should keep every freed mapping";
+  EXPECT_GT(kib.after_free, kLoneFloorKib) << "the cache kept no more than its floor";
+  EXPECT_LE(kib.after_free, kBulkKib + kBulkKib / 8) << "the cache kept more than an eighth above the peak";
+  EXPECT_EQ(kib.after_delay, 0u) << "the cached mappings should go back after the delay";
+  EXPECT_EQ(kib.after_collect, 0u);
 }
 
 // purge_child large-reuse: six blocks of 24 MiB in use, a seventh written
@@ -229,6 +256,16 @@ TEST(Purge, CachedLargeMappingIsTakenWholeByABlockOfHalfOrMore) {
   EXPECT_GE(r.mid_usable_kib, 24u * 1024 - 64) << "the 16 MiB block should keep the 24 MiB mapping whole";
   EXPECT_GE(r.faults, 0);
   EXPECT_LT(r.faults, 512) << "the pages of the whole mapping should still be there";
+}
+
+// The front of a split mapping joins the cached rest again when its block is
+// freed: 24 MiB freed, 8 MiB taken from its front and freed, then 24 MiB
+// written faults in almost nothing (grown from the front alone, 12 MiB).
+TEST(Purge, SplitMappingIsJoinedAgainWhenItsFrontIsFreed) {
+  const LargeReuse r = run_large_reuse("8");
+  EXPECT_LT(r.mid_usable_kib, 12u * 1024) << "the 8 MiB block should have split the 24 MiB mapping";
+  EXPECT_GE(r.faults, 0);
+  EXPECT_LT(r.faults, 512) << "the front and the rest should have been joined";
 }
 
 // A block of less than half a cached mapping takes its front up to the next

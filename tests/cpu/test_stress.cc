@@ -108,6 +108,11 @@ size_t random_size(std::mt19937_64 &rng) {
 // every freed mapping (above it, only what its room allows).
 size_t random_large_size(std::mt19937_64 &rng) { return MiB + 1 + rng() % (11 * MiB); }
 
+// Large blocks of 1-32 MiB: a small one takes the front of a big cached
+// mapping (the rest cached apart), and the front joins the rest again at
+// its free, while other threads take and free either part.
+size_t random_split_size(std::mt19937_64 &rng) { return MiB + 1 + rng() % (31 * MiB); }
+
 // What a run does: its threads, phases, operations per thread and phase,
 // the live blocks a thread keeps at most, and the sizes it asks for.
 struct Profile {
@@ -118,6 +123,7 @@ struct Profile {
 
 constexpr Profile kMixed{kMaxThreads, 4, 25000, 600, random_size};
 constexpr Profile kLargeOnly{8, 3, 200, 4, random_large_size};
+constexpr Profile kLargeSplit{4, 3, 150, 2, random_split_size};
 
 class Worker {
  public:
@@ -285,5 +291,9 @@ TEST(Stress, ThreadsWithRemoteFreesNeverShareABlock) { run_stress(kMixed); }
 // while many threads have heaps, shared by threads that free each other's
 // blocks and, at each phase's end, exit holding theirs.
 TEST(Stress, ThreadsWithRemoteFreesOfLargeBlocksNeverShareOne) { run_stress(kLargeOnly); }
+
+// 4 threads of large blocks of 1-32 MiB: cached mappings cut for smaller
+// blocks and joined again at their frees, across threads.
+TEST(Stress, LargeMappingsSplitAndJoinedAcrossThreadsNeverShareABlock) { run_stress(kLargeSplit); }
 
 }  // namespace

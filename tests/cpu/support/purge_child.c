@@ -17,7 +17,10 @@
  * allocates KEPT blocks (0) of MIB MiB (6), mappings of their own, that stay
  * in use unwritten, then allocates and writes COUNT more (1) and frees them
  * (the cache of large mappings keeps what it may), and prints the same three
- * counts over those.  `purge_child large-reuse MIB [MID]` keeps six blocks
+ * counts over those.  `purge_child large-fresh MIB COUNT KEPT` does the
+ * same with COUNT blocks that are calloc'd (never from the cache), written
+ * and freed one after another, KEPT (up to 32) in use meanwhile.
+ * `purge_child large-reuse MIB [MID]` keeps six blocks
  * of MIB MiB in use, writes and frees a seventh, then (with MID) writes and
  * frees a block of MID MiB, then writes an eighth of MIB MiB and prints the
  * page faults that took and the usable KiB of the MID block (0 without).
@@ -39,6 +42,9 @@
  * takes from a lone thread), frees them all, and prints the
  * same three counts over them; with THREADS 2 another thread holds a heap
  * meanwhile.
+ * `purge_child large-mapped MIB` allocates a block of MIB MiB, unwritten,
+ * frees it and prints the KiB of mappings that the free gave back to the OS
+ * (mm_stats_t.bytes_mapped before and after).
  * `purge_child hugepages` prints whether the mappings of a malloc'd and of
  * a calloc'd block of 8 MiB are advised for transparent huge pages ("hg"
  * among the VmFlags of /proc/self/smaps): 1 or 0 each. */
@@ -164,6 +170,25 @@ static int large(size_t mib, int count, int kept) {
     memset(p[i], 0x5a, size);
   }
   release(p, count);
+  print_resident_after_free(p, count, size, 5000);
+  release(live, kept);
+  mm_free(heap_first);
+  return 0;
+}
+
+#define FRESH_KEPT_MAX 32
+
+static int large_fresh(size_t mib, int count, int kept) {
+  const size_t size = mib << 20;
+  void *p[LARGE_MAX], *live[FRESH_KEPT_MAX];
+  if (count < 1 || count > LARGE_MAX || kept < 0 || kept > FRESH_KEPT_MAX) return 2;
+  void *heap_first = mm_malloc(16);
+  if (heap_first == NULL || !hold(live, kept, size)) return 2;
+  for (int i = 0; i < count; i++) {
+    if ((p[i] = mm_calloc(1, size)) == NULL) return 2;
+    memset(p[i], 0x5a, size);
+    mm_free(p[i]);
+  }
   print_resident_after_free(p, count, size, 5000);
   release(live, kept);
   mm_free(heap_first);
@@ -332,6 +357,17 @@ static int large_bulk(int threads, size_t kib, int count) {
   return 0;
 }
 
+static int large_mapped(size_t mib) {
+  mm_stats_t before, after;
+  void *block = mm_malloc(mib << 20);
+  if (block == NULL) return 2;
+  mm_stats_get(&before);
+  mm_free(block);
+  mm_stats_get(&after);
+  printf("%zu\n", before.bytes_mapped > after.bytes_mapped ? (before.bytes_mapped - after.bytes_mapped) >> 10 : 0);
+  return 0;
+}
+
 /* Whether the mapping holding `p` has `flag` among its VmFlags. */
 static int mapping_has_flag(const void *p, const char *flag) {
   FILE *smaps = fopen("/proc/self/smaps", "r");
@@ -373,6 +409,8 @@ int main(int argc, char **argv) {
   if (strcmp(mode, "large-split-header") == 0) return large_split_header();
   if (strcmp(mode, "large") == 0) return large(argc > 2 ? strtoul(argv[2], NULL, 10) : 6, argc > 3 ? atoi(argv[3]) : 1,
                                               argc > 4 ? atoi(argv[4]) : 0);
+  if (strcmp(mode, "large-mapped") == 0 && argc > 2) return large_mapped(strtoul(argv[2], NULL, 10));
+  if (strcmp(mode, "large-fresh") == 0 && argc > 4) return large_fresh(strtoul(argv[2], NULL, 10), atoi(argv[3]), atoi(argv[4]));
   if (strcmp(mode, "large-bulk") == 0)
     return large_bulk(argc > 2 ? atoi(argv[2]) : 1, argc > 3 ? strtoul(argv[3], NULL, 10) : 1280, argc > 4 ? atoi(argv[4]) : BULK_MAX);
   if (strcmp(mode, "large-reuse") == 0)
