@@ -1,15 +1,11 @@
 # SPDX-License-Identifier: Apache-2.0
-"""The PNG figures of a run; every figure shows all allocators of the same
-run side by side, in the same colour for the same allocator everywhere."""
+"""The CPU section's PNG figures; every figure shows all allocators of the
+same run side by side, in the same colour for the same allocator everywhere."""
 import math
 
-import matplotlib
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
+from report import summary
+from report.plots import plt, save
 
-from report import summary  # noqa: E402
-
-DPI = 100
 COLORS = {"manymalloc": "#d62728", "glibc": "#7f7f7f", "jemalloc": "#1f77b4",
           "tcmalloc": "#2ca02c", "mimalloc": "#ff7f0e", "mimalloc3": "#9467bd"}
 
@@ -21,12 +17,6 @@ def _grid(n):
     for ax in axes.flat[n:]:
         ax.set_visible(False)
     return fig, list(axes.flat)
-
-
-def _save(fig, path):
-    fig.tight_layout()
-    fig.savefig(path, dpi=DPI)
-    plt.close(fig)
 
 
 def _per_case_lines(med, cases, threads, allocs, value, ylabel, title, path, baseline=None):
@@ -49,7 +39,7 @@ def _per_case_lines(med, cases, threads, allocs, value, ylabel, title, path, bas
         ax.grid(alpha=0.3)
     axes[0].legend(fontsize=8)
     fig.suptitle(title)
-    _save(fig, path)
+    save(fig, path)
 
 
 def time_vs_threads(med, cases, threads, allocs, path):
@@ -90,7 +80,7 @@ def peak_rss(med, cases, threads, allocs, path):
     ax.set_ylabel("median peak RSS (MiB, log)")
     ax.set_title(f"Peak RSS per case at {top} threads (lower is better)")
     ax.legend(fontsize=8, ncol=len(allocs))
-    _save(fig, path)
+    save(fig, path)
 
 
 def traces(trace_results, allocs, path):
@@ -127,4 +117,4 @@ def traces(trace_results, allocs, path):
     axes[2].set_title("Trace set throughput")
     axes[2].grid(alpha=0.3)
     axes[0].legend(fontsize=8)
-    _save(fig, path)
+    save(fig, path)

@@ -1,57 +1,29 @@
-#!/usr/bin/env python3
 # SPDX-License-Identifier: Apache-2.0
-"""bench/dist/report_delaunay.py: the Delaunay triangulation section of the
-dist report, from what dist-delaunay appended to DIR/delaunay.jsonl: the
+"""The dist report's Delaunay triangulation subsection, from what
+dist-delaunay appended to delaunay.jsonl (bench/dist/run_delaunay.py): the
 total time against workers with the ideal scaling, as the Myrmics paper's
 Fig. 4d, and each phase's time stacked (delaunay.png); a table of the runs
-and one of their phases. Writes DIR/delaunay.md and prints it; report.py
-includes section() in report.md.
-
-    report_delaunay.py [--dir DIR]     (default build/bench/dist)
-"""
-import argparse
-import json
+and one of their phases."""
 import os
 
-REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+from report.dist_runs import baseline, median_runs
+from report.document import Section, table
+from report.plots import plt, save
 
 
 def key(r):
     return (r["mode"], r["points"], r["round_points"])
 
 
-def load(directory):
-    """dist-delaunay's runs: of the runs of one configuration (size, mode,
-    layout, workers) the median by total_ms (the lower of the middle two),
-    with the count and range of all. Ordered by size and mode, then
-    layout, then workers."""
-    path = os.path.join(directory, "delaunay.jsonl")
-    if not os.path.exists(path):
-        return []
-    every = {}
-    with open(path) as f:
-        for r in map(json.loads, f):
-            every.setdefault(key(r) + (r["layout"], r["workers"]), []).append(r)
-    runs = []
-    for rs in every.values():
-        rs.sort(key=lambda r: r["total_ms"])
-        r = dict(rs[(len(rs) - 1) // 2])
-        r["repeats"] = len(rs)
-        r["total_ms_range"] = (rs[0]["total_ms"], rs[-1]["total_ms"])
-        r["all_passed"] = all(x["check"]["passed"] for x in rs)
-        runs.append(r)
-    return sorted(runs, key=lambda r: (r["points"], r["mode"], r["round_points"], r["layout"], r["workers"]))
-
-
-def baseline(runs, r):
-    for b in runs:
-        if key(b) == key(r) and b["workers"] == 1 and b["layout"] == "1":
-            return b
-    return None
+def load(path):
+    """dist-delaunay's runs: each configuration's median run by total_ms.
+    Ordered by size and mode, then layout, then workers."""
+    return sorted(median_runs(path, key, "total_ms"),
+                  key=lambda r: (r["points"], r["mode"], r["round_points"], r["layout"], r["workers"]))
 
 
 def speedup(runs, r):
-    b = baseline(runs, r)
+    b = baseline(runs, r, key)
     return b["total_ms"] / r["total_ms"] if b and r["total_ms"] > 0 else None
 
 
@@ -63,9 +35,6 @@ def plot(runs, path):
     """Left: total ms against workers, log-log, a line a configuration, the
     ideal (1 worker / workers) dotted (Fig. 4d). Right: each run's phases
     stacked."""
-    import matplotlib
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
     fig, (left, right) = plt.subplots(1, 2, figsize=(12, 4.2), gridspec_kw={"width_ratios": [1, 1.4]})
     lines = {}
     for r in runs:
@@ -73,7 +42,7 @@ def plot(runs, path):
     for (mode, points, _, layout), rs in lines.items():
         xs, ys = [r["workers"] for r in rs], [r["total_ms"] for r in rs]
         left.plot(xs, ys, "o-", label=f"{points} points, {mode}, schedulers {layout}")
-        base = baseline(runs, rs[0])
+        base = baseline(runs, rs[0], key)
         if base and layout == "1":
             left.plot(xs, [base["total_ms"] / w for w in xs], ":", color="gray",
                       label="ideal" if not any(l.get_label() == "ideal" for l in left.lines) else None)
@@ -103,9 +72,7 @@ def plot(runs, path):
     right.set_title("phases: rounds of 1, 4, 16 workers, the three re-triangulations (Fig. 5), fallback", fontsize=9)
     right.grid(axis="y", alpha=0.3)
     right.legend(fontsize=7)
-    fig.tight_layout()
-    fig.savefig(path, dpi=100)
-    plt.close(fig)
+    save(fig, path)
 
 
 def check_text(r):
@@ -116,49 +83,41 @@ def check_text(r):
             f"{c['violations']:.0f} in-circle, {c['bad_links']:.0f} bad links")
 
 
-def table(runs):
-    rows = ["| mode | points | schedulers | workers | total ms (runs: range) | speedup | rounds | retri (3) | fallback "
-            "| transfers | sched wait (requests) | postponed after main | points in fallback | regions sent | check |",
-            "|---|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|"]
+def rows(runs):
+    out = []
     for r in runs:
         s = speedup(runs, r)
         lo, hi = r["total_ms_range"]
         spread = f" ({r['repeats']}: {lo:.0f}-{hi:.0f})" if r["repeats"] > 1 else ""
         mains = [p for p in r["phases"] if p["name"].startswith("round")]
         fb = next((p for p in r["phases"] if p["name"] == "fallback"), None)
-        rows.append(f"| {r['mode']} | {r['points']} | {r['layout']} | {r['workers']} | {r['total_ms']:.1f}{spread} "
-                    f"| {f'{s:.2f}x' if s else '-'} | {phase_sum(r, 'round'):.1f} | {phase_sum(r, 'retri'):.1f} "
-                    f"| {phase_sum(r, 'fallback'):.1f} | {sum(p['transfer_ms'] for p in r['phases']):.1f} "
-                    f"| {sum(p['sched_ms'] for p in r['phases']):.1f} ({sum(p.get('sched_calls', 0) for p in r['phases']):.0f}) | {mains[-1]['postponed']:.0f} "
-                    f"| {fb['attempted'] if fb else 0:.0f} | {sum(p['regions_sent'] for p in r['phases']):.0f} "
-                    f"| {check_text(r)} |")
-    return rows
+        out.append([r["mode"], r["points"], r["layout"], r["workers"], f"{r['total_ms']:.1f}{spread}",
+                    f"{s:.2f}x" if s else "-", f"{phase_sum(r, 'round'):.1f}", f"{phase_sum(r, 'retri'):.1f}",
+                    f"{phase_sum(r, 'fallback'):.1f}", f"{sum(p['transfer_ms'] for p in r['phases']):.1f}",
+                    f"{sum(p['sched_ms'] for p in r['phases']):.1f} "
+                    f"({sum(p.get('sched_calls', 0) for p in r['phases']):.0f})",
+                    f"{mains[-1]['postponed']:.0f}", f"{fb['attempted'] if fb else 0:.0f}",
+                    f"{sum(p['regions_sent'] for p in r['phases']):.0f}", check_text(r)])
+    return out
 
 
-def phase_table(runs):
-    rows = ["| points | mode | schedulers | workers | phase | active workers | wall ms | transfer ms (slowest) "
-            "| insert ms (slowest) | sched wait ms (mean) | points tried | inserted | postponed (all) "
-            "| regions sent | triangles sent | triangles after | sched requests |",
-            "|---:|---|---|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
-    for r in runs:
-        for p in r["phases"]:
-            rows.append(f"| {r['points']} | {r['mode']} | {r['layout']} | {r['workers']} | {p['name']} | {p['active']} "
-                        f"| {p['wall_ms']:.1f} | {p['transfer_ms']:.1f} | {p['insert_ms']:.1f} | {p['sched_ms']:.1f} "
-                        f"| {p['attempted']:.0f} | {p['inserted']:.0f} | {p['postponed']:.0f} "
-                        f"| {p['regions_sent']:.0f} | {p['triangles_sent']:.0f} | {p['triangles_after']:.0f} "
-                        f"| {p.get('sched_calls', 0):.0f} |")
-    return rows
+def phase_rows(runs):
+    return [[r["points"], r["mode"], r["layout"], r["workers"], p["name"], p["active"], f"{p['wall_ms']:.1f}",
+             f"{p['transfer_ms']:.1f}", f"{p['insert_ms']:.1f}", f"{p['sched_ms']:.1f}", f"{p['attempted']:.0f}",
+             f"{p['inserted']:.0f}", f"{p['postponed']:.0f}", f"{p['regions_sent']:.0f}",
+             f"{p['triangles_sent']:.0f}", f"{p['triangles_after']:.0f}", f"{p.get('sched_calls', 0):.0f}"]
+            for r in runs for p in r["phases"]]
 
 
-def section(directory, heading="##"):
-    """The report's lines (and delaunay.png), or [] when there are no runs."""
-    runs = load(directory)
+def section(part):
+    """The subsection and delaunay.png; None when dist-delaunay did not run."""
+    runs = load(part.path("delaunay.jsonl"))
     if not runs:
-        return []
-    plot(runs, os.path.join(directory, "delaunay.png"))
+        return None
+    plot(runs, part.path("delaunay.png"))
     r = runs[0]
     cores = os.cpu_count()
-    lines = [f"{heading} Delaunay triangulation (dist-delaunay, the Myrmics paper's Sect. 6.4, Fig. 4d, Fig. 5)", "",
+    lines = [part.heading("Delaunay triangulation (dist-delaunay, the Myrmics paper's Sect. 6.4, Fig. 4d, Fig. 5)"), "",
              "Bowyer-Watson insertion of n uniform points in the unit square inside the frame [-1, 2]^2; 4P cells "
              "(four times the workers) are the leaf regions of a degree-4 region hierarchy, and each triangle "
              "(64 B, one sys_alloc) lives in the cell of its circumcentre. Worker 0 seeds the triangulation "
@@ -175,25 +134,14 @@ def section(directory, heading="##"):
              "permanent) on a sample of the triangles (all when fewer). "
              f"mpirun --oversubscribe on a host of {cores} cores"
              + (" (oversubscribed: timings are not the issue's figures)" if cores and cores < 16 else "") + ".", ""]
-    lines += table(runs) + ["", "![delaunay](delaunay.png)", "", "Phases:", ""] + phase_table(runs) + [""]
-    return lines
-
-
-def main():
-    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--dir", default=os.path.join(REPO, "build", "bench", "dist"),
-                   help="where dist-delaunay wrote; delaunay.md and delaunay.png go there too")
-    args = p.parse_args()
-    lines = section(args.dir, heading="#")
-    if not lines:
-        print(f"report_delaunay.py: no {args.dir}/delaunay.jsonl")
-        return 1
-    with open(os.path.join(args.dir, "delaunay.md"), "w") as f:
-        f.write("\n".join(lines))
-    print("\n".join(l for l in lines if not l.startswith("![")))
-    print(f"report_delaunay.py: wrote {args.dir}/delaunay.md and delaunay.png")
-    return 0 if all(r["all_passed"] for r in load(args.dir)) else 1
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())
+    lines += table(["mode", "points", "schedulers", "workers", "total ms (runs: range)", "speedup", "rounds",
+                    "retri (3)", "fallback", "transfers", "sched wait (requests)", "postponed after main",
+                    "points in fallback", "regions sent", "check"], rows(runs), "lrlr" + "r" * 10 + "l")
+    lines += ["", part.image("delaunay", "delaunay.png"), "", "Phases:", ""]
+    lines += table(["points", "mode", "schedulers", "workers", "phase", "active workers", "wall ms",
+                    "transfer ms (slowest)", "insert ms (slowest)", "sched wait ms (mean)", "points tried",
+                    "inserted", "postponed (all)", "regions sent", "triangles sent", "triangles after",
+                    "sched requests"], phase_rows(runs), "rllrl" + "r" * 12)
+    failed = [f"delaunay: {r['points']} points, {r['mode']}, {r['workers']} workers, schedulers {r['layout']}"
+              for r in runs if not r["all_passed"]]
+    return Section(lines + [""], [], failed)
