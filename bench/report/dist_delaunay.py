@@ -4,9 +4,8 @@ dist-delaunay appended to delaunay.jsonl (bench/dist/run_delaunay.py): the
 total time against workers with the ideal scaling, as the Myrmics paper's
 Fig. 4d, and each phase's time stacked (delaunay.png); a table of the runs
 and one of their phases."""
-import os
 
-from report.dist_runs import baseline, median_runs
+from report.dist_runs import baseline, launched, median_runs
 from report.document import Section, table
 from report.plots import plt, save
 
@@ -116,7 +115,6 @@ def section(part):
         return None
     plot(runs, part.path("delaunay.png"))
     r = runs[0]
-    cores = os.cpu_count()
     lines = [part.heading("Delaunay triangulation (dist-delaunay, the Myrmics paper's Sect. 6.4, Fig. 4d, Fig. 5)"), "",
              "Bowyer-Watson insertion of n uniform points in the unit square inside the frame [-1, 2]^2; 4P cells "
              "(four times the workers) are the leaf regions of a degree-4 region hierarchy, and each triangle "
@@ -132,8 +130,7 @@ def section(part):
              "the frame's 4 corners, the hull), mutual links, positive orientation, areas summing to the frame's, "
              "every point a vertex, and no point inside the circumcircle (incircle determinant > 1e-10 x its "
              "permanent) on a sample of the triangles (all when fewer). "
-             f"mpirun --oversubscribe on a host of {cores} cores"
-             + (" (oversubscribed: timings are not the issue's figures)" if cores and cores < 16 else "") + ".", ""]
+             + launched(), ""]
     lines += table(["mode", "points", "schedulers", "workers", "total ms (runs: range)", "speedup", "rounds",
                     "retri (3)", "fallback", "transfers", "sched wait (requests)", "postponed after main",
                     "points in fallback", "regions sent", "check"], rows(runs), "lrlr" + "r" * 10 + "l")

@@ -6,9 +6,8 @@ scheduler communication, as the Myrmics paper's Fig. 4e (one scheduler) and
 Fig. 4f (a tree of schedulers), in nbody.png; a table; and the issue's
 goals (8 workers >= 5x faster than one; scheduler communication under 5% of
 a worker's time)."""
-import os
 
-from report.dist_runs import baseline, median_runs
+from report.dist_runs import baseline, launched, median_runs
 from report.document import Section, met, table
 from report.plots import plt, save
 
@@ -135,7 +134,6 @@ def section(part):
         return None
     plot(runs, part.path("nbody.png"))
     r = runs[0]
-    cores = os.cpu_count()
     lines = [part.heading("Barnes-Hut N-body (dist-nbody, the Myrmics paper's Sect. 6.3, Fig. 4e-f)"), "",
              "A Plummer sphere; each step every worker builds its octree with one region per level (cells by "
              f"{'one sys_balloc a level' if r['alloc'] == 'balloc' else 'one sys_alloc each'}), sends every other "
@@ -156,8 +154,7 @@ def section(part):
              "mean/max; pos = final positions against the serial run of the same steps (serial: worker 0 "
              "alone; file: the 1-worker run), |dx| rms/max over bodies relative to the rms displacement; "
              "viol. = cells opened whose children were not sent (must be 0). "
-             f"mpirun --oversubscribe on a host of {cores} cores"
-             + (" (oversubscribed: timings are not the issue's figures)" if cores and cores < 16 else "") + ".", ""]
+             + launched(), ""]
     lines += table(["mode", "bodies", "schedulers", "workers", "ms/step (runs: range)", "speedup (fastest steps)",
                     "computation", "worker comm", "sched comm", "sched share, mean (max)", "force imbalance",
                     "levels sent / of", "MiB sent/step", "interactions/body", "sched calls/step",

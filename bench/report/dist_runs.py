@@ -1,7 +1,8 @@
 # SPDX-License-Identifier: Apache-2.0
 """What the dist drivers' result files hold, read the same way for every
 subsection: the JSON lines a program appends, the last or the median run of
-each configuration, and the 1-worker run that a speedup is against."""
+each configuration, the 1-worker run that a speedup is against, and the
+host the runs were launched on."""
 import json
 import os
 
@@ -48,3 +49,11 @@ def median_runs(path, key, field, more=None):
 def baseline(runs, r, key):
     """The 1-worker, one-scheduler run of r's configuration, or None."""
     return next((b for b in runs if key(b) == key(r) and b["workers"] == 1 and b["layout"] == "1"), None)
+
+
+def launched():
+    """How the drivers launch, said at the end of a subsection's method: the
+    timings of a host below the issue's 16 cores are not its figures."""
+    cores = os.cpu_count()
+    return (f"mpirun --oversubscribe on a host of {cores} cores"
+            + (" (oversubscribed: timings are not the issue's figures)" if cores and cores < 16 else "") + ".")
