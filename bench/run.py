@@ -13,12 +13,12 @@ the machine hits all of them alike. With --pin, each repetition runs every
 allocator on the same CPUs (a window of as many CPUs as threads, moved on at
 each repetition): on a host whose cores run at different speeds, unpinned
 runs compare the cores that each allocator's processes landed on. Prints a table of median times and
-writes results.json, report.md and PNG plots to --out (default BUILD/bench/cpu,
-outside the tracked tree). Where `nvidia-smi -L` finds a GPU, the GPU
-benchmarks run afterwards (scripts/gpu-check). Before them, the dist benchmarks run (bench/dist/run.py:
-fragmentation, latency and scheduler load of the distributed region allocator,
-and one scheduler against a tree of them), writing their report to
-BUILD/bench/dist.
+writes results.json to OUT/cpu (--out, default BUILD/bench, outside the tracked tree).
+Then, without --only, the dist benchmarks run (bench/dist/run.py: the Myrmics
+paper's experiments on the distributed region allocator, into OUT/dist) and,
+where `nvidia-smi -L` finds a GPU, the GPU benchmarks (scripts/gpu-check,
+into OUT/gpu). Last, bench/report/main.py writes OUT/report.md, a section a
+part with its plots, and prints the issues' figures.
 
 --smoke (the bench.smoke CTest) runs each program once, tiny, on manymalloc
 only, checking its exit status and that malloc came from libmanymalloc.so.
@@ -54,7 +54,7 @@ def parse_args():
     p.add_argument("--scale", type=float, help="work per run as a share of a full run's (default 1, --quick 0.1)")
     p.add_argument("--only", help="run only the cases whose name matches this regex (cases: "
                                   + ", ".join(c.name for c in cases.CASES) + f", {cases.TRACES})")
-    p.add_argument("--out", help="default BUILD/bench/cpu")
+    p.add_argument("--out", help="default BUILD/bench: results in OUT/cpu, OUT/dist, OUT/gpu; OUT/report.md")
     p.add_argument("--build", default=os.path.join(REPO, "build"), help="default build")
     p.add_argument("--peer-dir", help="directory searched first for the peers' .so files")
     p.add_argument("--pin", action="store_true", help="run each repetition's processes, every allocator alike, "
@@ -129,48 +129,35 @@ def run_traces(threads, allocs, trace_reps, build):
     return results
 
 
-def run_dist(build):
-    """The dist part belongs to bench/dist/; its report goes to BUILD/bench/dist."""
+def run_dist(build, out):
+    """The dist part belongs to bench/dist/; the report here includes it."""
     print("run.py: running bench/dist/run.py", flush=True)
-    return subprocess.run([sys.executable, os.path.join(BENCH, "dist", "run.py"), "--build", build],
-                          cwd=REPO).returncode
+    return subprocess.run([sys.executable, os.path.join(BENCH, "dist", "run.py"), "--build", build,
+                           "--out", out, "--no-report"], cwd=REPO).returncode
 
 
-def run_gpu():
-    """The GPU part belongs to scripts/gpu-check; it runs only where a GPU is."""
+def has_gpu():
     if not shutil.which("nvidia-smi"):
-        return 0
+        return False
     probe = subprocess.run(["nvidia-smi", "-L"], capture_output=True, text=True)
-    if probe.returncode != 0 or "GPU" not in probe.stdout:
-        return 0
+    return probe.returncode == 0 and "GPU" in probe.stdout
+
+
+def run_gpu(out):
+    """The GPU part belongs to scripts/gpu-check, which writes its own
+    report too; it runs only where a GPU is."""
     print("run.py: GPU found, running scripts/gpu-check", flush=True)
-    return subprocess.run([os.path.join(REPO, "scripts", "gpu-check")], cwd=REPO).returncode
+    return subprocess.run([os.path.join(REPO, "scripts", "gpu-check")], cwd=REPO,
+                          env=dict(os.environ, OUT=out)).returncode
 
 
-# ---------------------------------------------------------------------------
-# Output
-# ---------------------------------------------------------------------------
-
-def write_outputs(out_dir, config, allocs, selected, runs, trace_results):
-    from report import document, plots   # matplotlib only where plots are drawn
+def write_results(out_dir, config, allocs, runs, trace_results):
+    """results.json: everything the CPU section of the report is drawn from."""
     os.makedirs(out_dir, exist_ok=True)
-    info = document.machine()
-    med = summary.medians(runs)
-    names = [c.name for c in selected]
-    figures = {}
-    if names:
-        figures.update(time="time_vs_threads.png", speedup="speedup_vs_glibc.png", rss="peak_rss.png")
-        plots.time_vs_threads(med, names, config["threads"], allocs, os.path.join(out_dir, figures["time"]))
-        plots.speedup_over_glibc(med, names, config["threads"], allocs, os.path.join(out_dir, figures["speedup"]))
-        plots.peak_rss(med, names, config["threads"], allocs, os.path.join(out_dir, figures["rss"]))
-    if trace_results:
-        figures["traces"] = "traces.png"
-        plots.traces(trace_results, allocs, os.path.join(out_dir, figures["traces"]))
     with open(os.path.join(out_dir, "results.json"), "w") as f:
-        json.dump({"machine": info, "config": config,
-                   "allocators": [vars(a) for a in allocs], "runs": runs, "traces": trace_results}, f, indent=1)
-    document.write(os.path.join(out_dir, "report.md"), REPO, info, config, allocs, selected, runs, trace_results, figures)
-    print(f"run.py: wrote {out_dir}/report.md, results.json and {len(figures)} plots")
+        json.dump({"machine": runner.machine(), "config": config, "allocators": [vars(a) for a in allocs],
+                   "runs": runs, "traces": trace_results}, f, indent=1)
+    print(f"run.py: wrote {out_dir}/results.json")
 
 
 def main():
@@ -203,15 +190,21 @@ def main():
     if not args.smoke:
         config = {"mode": mode, "reps": reps, "threads": threads, "scale": scale, "trace_reps": trace_reps,
                   "loadavg_before": loadavg_before, "pinned": args.pin}
-        out_dir = os.path.abspath(args.out or os.path.join(build, "bench", "cpu"))
-        write_outputs(out_dir, config, allocs, selected, runs, trace_results)
+        out = os.path.abspath(args.out or os.path.join(build, "bench"))
+        folders = {"cpu": os.path.join(out, "cpu")}
+        write_results(folders["cpu"], config, allocs, runs, trace_results)
+        if not args.only:
+            folders["dist"] = os.path.join(out, "dist")
+            if run_dist(build, folders["dist"]) != 0:
+                failed.append("dist")
+        if not args.only and has_gpu():
+            folders["gpu"] = os.path.join(out, "gpu")
+            if run_gpu(folders["gpu"]) != 0:
+                failed.append("gpu")
         print()
-        for h in summary.headlines(med, [c.name for c in selected], threads, allocs, trace_results):
-            print("- " + h.replace("**", ""))
-        if not args.only and run_dist(build) != 0:
-            failed.append("dist")
-        if not args.only and run_gpu() != 0:
-            failed.append("gpu")
+        from report import main as report_main   # matplotlib only where plots are drawn
+        if report_main.main([f"--{part}={folder}" for part, folder in folders.items()] + ["--out", out]) != 0:
+            failed.append("report")
     if failed:
         print(f"run.py: {len(failed)} failed runs", file=sys.stderr)
     return 1 if failed else 0

@@ -60,7 +60,7 @@ endif()
 
 # run_lists.py at a tiny size (2 workers, L = 200, one repetition, shared
 # memory only): every program exits 0 with every node checked, or a peer's
-# failure is recorded as such, and report_lists.py tables and draws it.
+# failure is recorded as such, and the report tables and draws it.
 if(TARGET dist-lists)
   add_test(NAME bench.dist.lists.smoke
            COMMAND Python3::Interpreter ${CMAKE_CURRENT_LIST_DIR}/run_lists.py --build ${CMAKE_BINARY_DIR}

@@ -3,7 +3,7 @@
 """Runs the dist benchmarks and writes their report (bench/run.py calls it
 after the CPU benchmarks; it also runs alone).
 
-    python3 bench/dist/run.py [--build DIR] [--out DIR] [--scale F]
+    python3 bench/dist/run.py [--build DIR] [--out DIR] [--scale F] [--no-report]
 
 dist-frag runs the fragmentation experiment of the Myrmics paper's Fig. 4a-c.
 Then, where mpirun is found, dist-latency runs under mpirun with 2 ranks (1
@@ -23,7 +23,9 @@ The list exchange then runs
 again across 4 hosts made from namespaces by scripts/dist-hosts (8 workers,
 or MANYMALLOC_LISTS_HOSTS_WORKERS; L from MANYMALLOC_LISTS_LENS or 30000
 with MANYMALLOC_LISTS_FULL=1, else 1000), where this machine lets it make
-them. report.py then draws the plots, writes report.md and prints its tables.
+them. bench/report/main.py then draws the plots, writes report.md and prints
+the issue's figures (unless --no-report: bench/run.py reports every part at
+once).
 """
 import argparse
 import os
@@ -31,15 +33,19 @@ import shutil
 import subprocess
 import sys
 
-from mpi_env import mpi_env
+from mpi_env import mpi_env, report, size_options, sized
 
 DIST = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(os.path.dirname(DIST))
 RESULTS = ["frag.json", "latency_remote.json", "latency_local.json", "load.jsonl", "tree.jsonl"]
 LATENCY_TIMEOUT = 300   # seconds a dist-latency run may take before it counts as hung
 TREE_TIMEOUT = 600      # the same for a dist-tree run
-BIG_HOST = 16           # cores from which dist-tree runs the full figure by default
 HOSTS = 4               # namespace hosts of the list exchange across hosts
+TREE = [("workers", int, 64, 64, "dist-tree's workers (0 skips dist-tree)"),
+        ("nodes", int, 5000, 30000, "list nodes a worker allocates"),
+        ("reps", int, 3, 5, "repetitions"),
+        ("stages", int, 2, 0, "ring stages of the exchange, 0: workers - 1"),
+        ("layouts", str, "1;1,4;1,4,16", "1;1,4;1,4,16", "MANYMALLOC_SCHEDULERS layouts, ';' between them")]
 
 
 def parse_args():
@@ -47,19 +53,9 @@ def parse_args():
     p.add_argument("--build", default=os.path.join(REPO, "build"), help="default build")
     p.add_argument("--out", help="default BUILD/bench/dist")
     p.add_argument("--scale", default="1", help="dist-frag's steps times this (default 1)")
-    big = (os.cpu_count() or 2) >= BIG_HOST
-    tree = [("workers", int, 64, "dist-tree's workers (default 64; 0 skips dist-tree)"),
-            ("nodes", int, 30000 if big else 5000, "list nodes a worker allocates (default 30000 "
-             f"on {BIG_HOST}+ cores, else 5000)"),
-            ("reps", int, 5 if big else 3, f"repetitions (default 5 on {BIG_HOST}+ cores, else 3)"),
-            ("stages", int, 0 if big else 2, "ring stages of the exchange, 0: workers - 1 "
-             f"(default 0 on {BIG_HOST}+ cores, else 2)"),
-            ("layouts", str, "1;1,4;1,4,16", "MANYMALLOC_SCHEDULERS layouts, ';' between them")]
-    for name, kind, default, about in tree:
-        env = os.environ.get(f"MANYMALLOC_BENCH_TREE_{name.upper()}")
-        p.add_argument(f"--tree-{name}", type=kind, default=kind(env) if env else default,
-                       help=about + f"; or MANYMALLOC_BENCH_TREE_{name.upper()}")
-    return p.parse_args()
+    p.add_argument("--no-report", action="store_true", help="only run (bench/run.py reports every part at once)")
+    size_options(p, "TREE", TREE, prefix="tree-")
+    return sized(p.parse_args(), TREE, prefix="tree-")
 
 
 def worker_counts(max_workers):
@@ -154,7 +150,7 @@ def main():
     for workers in worker_counts(max(1, (os.cpu_count() or 2) - 1)):
         failed += run_mpi(build, "load", workers + 1, out)
     failed += run_tree(build, out, args)
-    # Barnes-Hut N-body (Fig. 4e-f): its own driver, sized by MANYMALLOC_BENCH_NBODY_*; report.py tables it.
+    # Barnes-Hut N-body (Fig. 4e-f): its own driver, sized by MANYMALLOC_BENCH_NBODY_*.
     failed += subprocess.run([sys.executable, os.path.join(DIST, "run_nbody.py"), "--build", build, "--out", out,
                               "--no-report"]).returncode != 0
     # Delaunay triangulation (Sect. 6.4, Fig. 4d): run_delaunay.py, sized by MANYMALLOC_BENCH_DELAUNAY_*.
@@ -167,7 +163,8 @@ def main():
     # Shard migration against MPI pack/rebuild: run_shards.py, sized by MANYMALLOC_BENCH_SHARDS_*.
     failed += subprocess.run([sys.executable, os.path.join(DIST, "run_shards.py"), "--build", build, "--out", out,
                               "--no-report"]).returncode != 0
-    failed += subprocess.run([sys.executable, os.path.join(DIST, "report.py"), "--dir", out]).returncode != 0
+    if not args.no_report:
+        failed += not report(out)
     # The scaling model (docs/dist-scaling.md), from the committed results: model.md, in about a second.
     failed += subprocess.run([sys.executable, os.path.join(DIST, "model.py"), "--out", out]).returncode != 0
     return 1 if failed else 0

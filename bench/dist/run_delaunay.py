@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: Apache-2.0
 """Runs dist-delaunay, the Delaunay triangulation of the Myrmics paper's
 Sect. 6.4 (Fig. 4d, Fig. 5), over worker counts and scheduler layouts, then
-report_delaunay.py (bench/dist/run.py calls it; it also runs alone).
+the report (bench/dist/run.py calls it; it also runs alone).
 
     python3 bench/dist/run_delaunay.py [--build DIR] [--out DIR] [--full]
         [--points N] [--reps R] [--workers 1,4,16] [--layouts "1;1,4"]
@@ -35,16 +35,15 @@ it empties first.
 import argparse
 import os
 import shutil
-import subprocess
 import sys
 
-from mpi_env import run_layout
+from mpi_env import BIG_HOST, report, run_layout, size_options, sized
 
 DIST = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(os.path.dirname(DIST))
-BIG_HOST = 16
-SMALL = {"points": 50000, "reps": 3, "workers": "1,4,16", "layouts": "1"}
-FULL = {"points": 1000000, "reps": 3, "workers": "1,4,16", "layouts": "1"}
+SIZE = [("points", int, 50000, 1000000, "points"), ("reps", int, 3, 3, "repetitions within a run"),
+        ("workers", str, "1,4,16", "1,4,16", "worker counts, commas (powers of four)"),
+        ("layouts", str, "1", "1", "MANYMALLOC_SCHEDULERS layouts, ';' or ':' between them")]
 
 
 def parse_args(argv=None):
@@ -52,13 +51,7 @@ def parse_args(argv=None):
     p.add_argument("--build", default=os.path.join(REPO, "build"), help="where dist-delaunay is (default build)")
     p.add_argument("--out", help="default BUILD/bench/dist")
     p.add_argument("--full", action="store_true", help=f"the full size even below {BIG_HOST} cores")
-    for name, kind, about in (("points", int, "points"), ("reps", int, "repetitions within a run"),
-                              ("workers", str, "worker counts, commas (powers of four)"),
-                              ("layouts", str, "MANYMALLOC_SCHEDULERS layouts, ';' or ':' between them")):
-        env = os.environ.get(f"MANYMALLOC_BENCH_DELAUNAY_{name.upper()}")
-        p.add_argument(f"--{name}", type=kind, default=kind(env) if env else None,
-                       help=f"{about} (small: {SMALL[name]}, full: {FULL[name]}); "
-                            f"or MANYMALLOC_BENCH_DELAUNAY_{name.upper()}")
+    size_options(p, "DELAUNAY", SIZE)
     p.add_argument("--modes", default="local", help="local (default leases) and/or remote, commas")
     p.add_argument("--round-points", type=int, default=1024,
                    help="round r < k inserts up to this x 4^(r+1) points in all (default 1024)")
@@ -68,13 +61,9 @@ def parse_args(argv=None):
                    help="auto: --bind-to core where the ranks fit the cores (default)")
     p.add_argument("--mpirun-args", default="", help="more mpirun options")
     p.add_argument("--timeout", type=int, default=900, help="seconds a run may take (default 900)")
-    p.add_argument("--no-report", action="store_true", help="do not run report_delaunay.py")
+    p.add_argument("--no-report", action="store_true", help="do not write the report")
     args = p.parse_args(argv)
-    size = FULL if args.full or (os.cpu_count() or 2) >= BIG_HOST else SMALL
-    for name in SMALL:
-        if getattr(args, name) is None:
-            setattr(args, name, size[name])
-    return args
+    return sized(args, SIZE, full=args.full)
 
 
 def plan(args):
@@ -117,7 +106,7 @@ def main(argv=None):
     for mode, layout, workers in [run for _ in range(max(1, args.repeat)) for run in plan(args)]:
         failed += not run_one(args, program, out, mode, layout, workers)
     if not args.no_report:
-        failed += subprocess.run([sys.executable, os.path.join(DIST, "report_delaunay.py"), "--dir", out]).returncode != 0
+        failed += not report(out)
     return 1 if failed else 0
 
 

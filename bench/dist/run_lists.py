@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: Apache-2.0
 """Runs the linked-list exchange (the Myrmics paper's Sect. 6.5, Fig. 4g-h)
 on the dist allocator and on its peers, in the same invocation, and writes
-lists.jsonl, lists_meta.json and the report section (report_lists.py).
+lists.jsonl, lists_meta.json and the report (bench/report/main.py).
 
     python3 bench/dist/run_lists.py [--build DIR] [--out DIR] [--full]
         [--workers 2,4] [--lens 1000,10000] [--schedulers 1 [--schedulers 1,2 ...]]
@@ -56,7 +56,7 @@ import sys
 import tempfile
 import time
 
-from mpi_env import DEFAULTS, mpi_env
+from mpi_env import DEFAULTS, mpi_env, report
 
 DIST = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(os.path.dirname(DIST))
@@ -116,7 +116,7 @@ def parse_args():
     p.add_argument("--hostfile", default=env_opt("HOSTFILE"), help="passed to mpirun and oshrun")
     p.add_argument("--mpirun-args", default=env_opt("MPIRUN_ARGS", ""), help="more mpirun/oshrun arguments")
     p.add_argument("--append", action="store_true", help="keep the runs already in OUT and add these")
-    p.add_argument("--no-report", action="store_true", help="do not run report_lists.py")
+    p.add_argument("--no-report", action="store_true", help="do not write the report")
     p.add_argument("--dry-run", action="store_true", help="print the runs it would make, and stop")
     a = p.parse_args()
     size = FULL if a.full else SMALL
@@ -378,7 +378,7 @@ def main():
     print(f"run_lists.py: {len(records)} runs in {info['wall_s']} s; wrote {out}/lists.jsonl and lists_meta.json",
           flush=True)
     if not args.no_report:
-        failed += subprocess.run([sys.executable, os.path.join(DIST, "report_lists.py"), "--dir", out]).returncode != 0
+        failed += not report(out)
     return 1 if failed else 0
 
 

@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: Apache-2.0
 """Runs dist-nbody, the Barnes-Hut N-body simulation of the Myrmics paper's
 Sect. 6.3 (Fig. 4e-f), over worker counts and scheduler layouts, then
-report_nbody.py (bench/dist/run.py calls it; it also runs alone).
+the report (bench/dist/run.py calls it; it also runs alone).
 
     python3 bench/dist/run_nbody.py [--build DIR] [--out DIR] [--full]
         [--bodies N] [--steps K] [--warmup K] [--workers 1,2,4,8]
@@ -42,16 +42,16 @@ first.
 import argparse
 import os
 import shutil
-import subprocess
 import sys
 
-from mpi_env import run_layout
+from mpi_env import BIG_HOST, report, run_layout, size_options, sized
 
 DIST = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(os.path.dirname(DIST))
-BIG_HOST = 16
-SMALL = {"bodies": 4000, "steps": 2, "warmup": 1, "workers": "1,2,4", "layouts": "1;1,2"}
-FULL = {"bodies": 100000, "steps": 4, "warmup": 3, "workers": "1,2,4,8,16", "layouts": "1;1,2;1,4"}
+SIZE = [("bodies", int, 4000, 100000, "bodies"), ("steps", int, 2, 4, "timed steps"),
+        ("warmup", int, 1, 3, "untimed steps first"),
+        ("workers", str, "1,2,4", "1,2,4,8,16", "worker counts, commas (powers of two)"),
+        ("layouts", str, "1;1,2", "1;1,2;1,4", "MANYMALLOC_SCHEDULERS layouts, ';' or ':' between them")]
 
 
 def parse_args(argv=None):
@@ -59,14 +59,7 @@ def parse_args(argv=None):
     p.add_argument("--build", default=os.path.join(REPO, "build"), help="where dist-nbody is (default build)")
     p.add_argument("--out", help="default BUILD/bench/dist")
     p.add_argument("--full", action="store_true", help=f"the full size even below {BIG_HOST} cores")
-    for name, kind, about in (("bodies", int, "bodies"), ("steps", int, "timed steps"),
-                              ("warmup", int, "untimed steps first"),
-                              ("workers", str, "worker counts, commas (powers of two)"),
-                              ("layouts", str, "MANYMALLOC_SCHEDULERS layouts, ';' or ':' between them")):
-        env = os.environ.get(f"MANYMALLOC_BENCH_NBODY_{name.upper()}")
-        p.add_argument(f"--{name}", type=kind, default=kind(env) if env else None,
-                       help=f"{about} (small: {SMALL[name]}, full: {FULL[name]}); "
-                            f"or MANYMALLOC_BENCH_NBODY_{name.upper()}")
+    size_options(p, "NBODY", SIZE)
     p.add_argument("--modes", default="local", help="local (default leases) and/or remote, commas")
     p.add_argument("--theta", type=float, default=0.5, help="opening angle (default 0.5)")
     p.add_argument("--alloc", choices=("balloc", "alloc"), default="balloc",
@@ -81,13 +74,9 @@ def parse_args(argv=None):
                    "when no 1-worker run is asked for)")
     p.add_argument("--mpirun-args", default="", help="more mpirun options, e.g. '--bind-to core'")
     p.add_argument("--timeout", type=int, default=900, help="seconds a run may take (default 900)")
-    p.add_argument("--no-report", action="store_true", help="do not run report_nbody.py")
+    p.add_argument("--no-report", action="store_true", help="do not write the report")
     args = p.parse_args(argv)
-    size = FULL if args.full or (os.cpu_count() or 2) >= BIG_HOST else SMALL
-    for name in SMALL:
-        if getattr(args, name) is None:
-            setattr(args, name, size[name])
-    return args
+    return sized(args, SIZE, full=args.full)
 
 
 def plan(args):
@@ -151,7 +140,7 @@ def main(argv=None):
         if os.path.exists(path):
             os.remove(path)
     if not args.no_report:
-        failed += subprocess.run([sys.executable, os.path.join(DIST, "report_nbody.py"), "--dir", out]).returncode != 0
+        failed += not report(out)
     return 1 if failed else 0
 
 

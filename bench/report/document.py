@@ -1,100 +1,55 @@
 # SPDX-License-Identifier: Apache-2.0
-"""report.md: the machine, the headline figures, the tables and the plots of
-one run."""
-import datetime
+"""The layer every section of report.md shares: where a part's results are
+and how report.md links its plots, what a section gives back, headings at
+the depth asked for, and markdown tables."""
 import os
-import platform
-import subprocess
-
-from report import summary
+from dataclasses import dataclass, field
 
 
-def machine():
-    lscpu = subprocess.run(["lscpu"], capture_output=True, text=True).stdout
-    fields = dict(line.split(":", 1) for line in lscpu.splitlines() if ":" in line)
-    return {
-        "cpu": fields.get("Model name", "unknown").strip(),
-        "cores": os.cpu_count(),
-        "kernel": platform.release(),
-        "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
-        "loadavg": os.getloadavg()[0],
-        "nice": os.nice(0),
-    }
+@dataclass
+class Part:
+    """A part's folder, where its runs wrote and its plots go, seen from
+    report.md (link: the folder relative to report.md's), and the depth of
+    the part's heading."""
+    folder: str
+    link: str
+    depth: int
+
+    def path(self, name):
+        """Where a file of the part is, to read or to draw into."""
+        return os.path.join(self.folder, name)
+
+    def image(self, alt, name):
+        return f"![{alt}]({os.path.join(self.link, name)})"
+
+    def heading(self, text, below=0):
+        """A heading `below` levels under the part's own."""
+        return "#" * (self.depth + below) + " " + text
+
+    def under(self):
+        """The same folder, one heading level down (a subsection's)."""
+        return Part(self.folder, self.link, self.depth + 1)
 
 
-def _machine_lines(repo, info, config, allocs):
-    lines = [
-        "## Machine",
-        "",
-        f"- CPU: {info['cpu']}, {info['cores']} cores; kernel {info['kernel']}; {info['date']}",
-        f"- Load average (1 min) before the run: {config['loadavg_before']:.2f}, after: {info['loadavg']:.2f} "
-        f"(other work on the machine shows up as noise in the times); the run's nice value: {info['nice']}",
-    ]
-    for a in allocs:
-        path = os.path.relpath(a.path, repo) if a.path.startswith(repo + "/") else a.path
-        lines.append(f"- {a.name}: {a.version} (`{path}`)")
-    return lines + [""]
+@dataclass
+class Section:
+    """A part's share of report.md: its lines; the lines that judge the
+    issues' figures (met or NOT met), which the generator prints; and the
+    correctness checks that the runs recorded as failed, which make it exit 1."""
+    lines: list
+    checks: list = field(default_factory=list)
+    failed: list = field(default_factory=list)
 
 
-def _case_lines(config, allocs, cases, med, figures, noise, runs):
-    names, threads = [c.name for c in cases], config["threads"]
-    lines = ["## Workloads", "", f"Sizes of a full run; this one scaled the work by {config['scale']}.", ""]
-    lines += [f"- `{c.name}` (`build/{c.program}`): {c.about}" for c in cases]
-    lines += ["", "## Time", "",
-              "Median seconds of the timed region; in brackets the peer's time over manymalloc's "
-              "(above 1: manymalloc is faster)."
-              + (f" Typical deviation of a repetition from its cell's median: {noise * 100:.1f}%"
-                 " (median absolute deviation over median, median over the cells)." if noise else ""),
-              "",
-              summary.render_md(*summary.time_rows(med, names, threads, allocs)), "",
-              f"![time vs threads]({figures['time']})", "", f"![speedup over glibc]({figures['speedup']})", ""]
-    spread_head, spread_rows = summary.thread_cpu_rows(runs, names, threads, allocs)
-    if spread_rows:
-        lines += ["## Thread speed", "",
-                  "The slowest thread's CPU time over the fastest thread's, over the timed region (median over "
-                  "the repetitions). The threads of w1-w3, churn and scratch do the same work, so above 1 they "
-                  "ran at different speeds: where every allocator shows it, the cores did (other work on the "
-                  "machine), and the time of the case, set by its slowest thread, is noisier than its median "
-                  "suggests. prodcons's producers and consumers do different work.", "",
-                  summary.render_md(spread_head, spread_rows), ""]
-    lines += ["## Peak RSS", "",
-              "Median peak resident set of the benchmark process (VmHWM, which the program reads at exit; "
-              "the kernel's `ru_maxrss` from `wait4` is in results.json too, but includes the harness's own "
-              "pages the child holds between fork and exec).", "",
-              summary.render_md(*summary.rss_rows(med, names, threads, allocs)), "",
-              f"![peak RSS]({figures['rss']})", ""]
-    return lines
+def table(header, rows, align=""):
+    """A markdown table's lines; align: a letter a column, l or r (left by
+    default)."""
+    align = align.ljust(len(header), "l")
+    out = ["| " + " | ".join(map(str, header)) + " |",
+           "|" + "".join("---:|" if a == "r" else "---|" for a in align)]
+    return out + ["| " + " | ".join(map(str, r)) + " |" for r in rows]
 
 
-def _trace_lines(allocs, trace_results, figures):
-    methods = sorted({(r["allocator"], r["footprint_by"]) for r in trace_results if r.get("footprint_by")})
-    lines = ["## Trace set (build/mmdriver)", "",
-             "Utilization = peak live bytes / peak footprint growth, footprint measured by: "
-             + ", ".join(f"{a} {m}" for a, m in methods) + ".", "",
-             summary.render_md(*summary.trace_rows(trace_results, allocs)), "",
-             f"![traces]({figures['traces']})", ""]
-    failures = [r for r in trace_results if r.get("error")]
-    if failures:
-        lines += ["Trace runs that failed: "
-                  + "; ".join(f"{r['allocator']} -t {r['threads']}: {r['error']}" for r in failures), ""]
-    return lines
-
-
-def write(path, repo, info, config, allocs, cases, runs, trace_results, figures):
-    med = summary.medians(runs)
-    lines = ["# manymalloc CPU benchmarks", "",
-             f"Generated by `bench/run.py` ({config['mode']} run, {config['reps']} repetitions, "
-             "medians; allocators interleaved within each repetition"
-             + ("; each repetition pinned every allocator to the same CPUs, a window moved on at each repetition"
-                if config.get("pinned") else "") + ").", ""]
-    lines += _machine_lines(repo, info, config, allocs)
-    lines += ["## Headline figures", "",
-              "Ratios are manymalloc's figure over the peer's: for time and memory, below 1 is better for manymalloc.", ""]
-    lines += [f"- {h}" for h in summary.headlines(med, [c.name for c in cases], config["threads"], allocs, trace_results)]
-    lines.append("")
-    if cases:
-        lines += _case_lines(config, allocs, cases, med, figures, summary.spread(runs), runs)
-    if trace_results:
-        lines += _trace_lines(allocs, trace_results, figures)
-    with open(path, "w") as f:
-        f.write("\n".join(lines))
+def met(ok):
+    """The verdict on one of the issues' figures, as every section spells it."""
+    return f"**{'met' if ok else 'NOT met'}**"

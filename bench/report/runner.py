@@ -1,5 +1,6 @@
 # SPDX-License-Identifier: Apache-2.0
-"""Runs one benchmark process and measures it from the outside.
+"""Runs one benchmark process and measures it from the outside, and says
+what machine it ran on.
 
 The program reports the time of its measured region (seconds=) and the
 high-water mark of its resident set (peak_rss_kib=, VmHWM). The harness adds
@@ -8,7 +9,9 @@ results.json as a cross-check: Linux carries a child's resident set from
 fork to exec into ru_maxrss, so there it never reads below the harness's own
 size (~17 MiB), which would hide the small footprints being compared.
 """
+import datetime
 import os
+import platform
 import re
 import subprocess
 import tempfile
@@ -64,3 +67,17 @@ def describe_failure(status, stderr):
     why = f"killed by signal {-status}" if status < 0 else f"exit status {status}"
     tail = stderr.strip().splitlines()[-3:]
     return why + (": " + " | ".join(tail) if tail else "")
+
+
+def machine():
+    """The machine the runs ran on, for the report's first lines."""
+    lscpu = subprocess.run(["lscpu"], capture_output=True, text=True).stdout
+    fields = dict(line.split(":", 1) for line in lscpu.splitlines() if ":" in line)
+    return {
+        "cpu": fields.get("Model name", "unknown").strip(),
+        "cores": os.cpu_count(),
+        "kernel": platform.release(),
+        "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
+        "loadavg": os.getloadavg()[0],
+        "nice": os.nice(0),
+    }

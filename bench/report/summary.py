@@ -139,11 +139,6 @@ def render_text(head, rows):
     return "\n".join([line(head), line(["-" * w for w in widths])] + [line(r) for r in rows])
 
 
-def render_md(head, rows):
-    out = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
-    return "\n".join(out + ["| " + " | ".join(r) + " |" for r in rows])
-
-
 # ---------------------------------------------------------------------------
 # Trace aggregates
 # ---------------------------------------------------------------------------

@@ -155,7 +155,7 @@ void _mm_heap_page_unfull(mm_heap_t *heap, mm_page_t *page) {
  * classes, as compilers' and interpreters' do, then reuses it instead of
  * touching new memory, and keeps no freed block resident in each class.
  * Small pages stay with their class, which comes back soon to carve a page
- * afresh (decision: which empty pages other classes take over).  Checked
+ * afresh (decision 0047: which empty pages other classes take over).  Checked
  * mode leaves kept pages alone, so that a second free of one of their
  * blocks is still told from a wild pointer. */
 static mm_page_t *mm_heap_page_alloc(mm_heap_t *heap, unsigned size_class) {
@@ -209,7 +209,7 @@ static mm_page_t *mm_heap_borrow(mm_heap_t *heap, unsigned size_class) {
  * page before it carves the first further: carving first grew the heap
  * while other pages of the class held free blocks.  A page with only a few
  * free blocks is left where it is: made current, it would fill again at
- * once (decision: a quarter free before a page is taken again). */
+ * once (decision 0048: a quarter free before a page is taken again). */
 static mm_page_t *mm_heap_queue_find_free(mm_page_t *page, bool any) {
   for (; page != NULL; page = page->next) {
     if (!any && page->used * 4 > page->capacity * 3) continue;

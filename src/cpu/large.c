@@ -27,8 +27,8 @@
  * advised for transparent huge pages, calloc's excepted (big zeroed arrays
  * are often written only here and there).  It is off by default: a program
  * that fills its big blocks gains fewer faults, but one that touches only
- * part of each pays a 2 MiB zeroing per touch instead of 4 KiB (decision:
- * huge pages for large blocks off by default).
+ * part of each pays a 2 MiB zeroing per touch instead of 4 KiB (decision
+ * 0039: huge pages for large blocks off by default).
  * A mapping still cached MANYMALLOC_PURGE_DELAY ms after its free goes
  * back to the OS at the next slow path of any thread, like the segments of
  * exited threads (purge.c), rather than staying resident until mm_collect
@@ -208,8 +208,8 @@ static mm_segment_t *mm_large_cache_join(mm_segment_t *seg) {
 /* The cached mapping that best fits `mapped` bytes: the smallest that is
  * as big, else the biggest; NULL when there is none (or other threads kept
  * taking the one chosen).  Best fit rather than the oldest, so that more
- * blocks find a freed mapping as big (decision: a best-fit array for the
- * large-mapping cache). */
+ * blocks find a freed mapping as big (decision 0039: a best-fit array for
+ * the large-mapping cache). */
 static mm_segment_t *mm_large_cache_best(size_t mapped) {
   for (int attempt = 0; attempt < 4; attempt++) {
     uintptr_t entry;
@@ -286,8 +286,8 @@ static bool mm_large_excess_small(size_t have, size_t mapped) {
 
 /* A cached mapping of at least `mapped` bytes, or NULL.  One of up to twice
  * that is taken whole, with its pages, which need not fault in again
- * (decision: cached mappings taken whole up to twice the block).  A bigger
- * one is split (mm_large_split), a smaller one grown. */
+ * (decisions 0039 and 0090: cached mappings taken whole up to twice the
+ * block).  A bigger one is split (mm_large_split), a smaller one grown. */
 static mm_segment_t *mm_large_reuse(size_t mapped) {
   mm_segment_t *seg = mm_large_cache_best(mapped);
   if (seg == NULL) return NULL;

@@ -114,7 +114,7 @@ void _mm_os_advise_hugepages(void *p, size_t size) {
  * delays are MANYMALLOC_PURGE_DELAY ms, 10 by default).  Slow paths read it
  * while some memory is due to go back; the coarse clock reads the vDSO's
  * last tick without the time-stamp counter, several times cheaper than the
- * precise one (decision: the coarse clock for purge delays). */
+ * precise one (decision 0037: the coarse clock for purge delays). */
 uint64_t _mm_os_clock_ms(void) {
   struct timespec t;
   clock_gettime(CLOCK_MONOTONIC_COARSE, &t);

@@ -11,7 +11,7 @@
  * the owner's descriptor: with both on one line, each remote free took that
  * line from the owner's cache and the owner's next malloc missed on it.
  * The owner's frees go straight back on `free` (LIFO), so the next malloc of
- * the class gets the block just freed, still in cache (decision: no
+ * the class gets the block just freed, still in cache (decision 0023: no
  * separate local_free list).
  *
  * A page the owner found full leaves its class queue for heap->full.  The
@@ -47,8 +47,8 @@ void _mm_page_init(mm_page_t *page, mm_segment_t *seg, unsigned size_class) {
  * the same 4 KiB offset, hence the same L1 set and the same low address
  * bits that store-to-load forwarding compares first, as the first blocks of
  * every other page and the segment header's first line, which every free
- * reads, and the hot blocks of a few classes evict one another (decision:
- * slab coloring of page starts).  The color lies past the header's hot lines (segment
+ * reads, and the hot blocks of a few classes evict one another (decision
+ * 0022: slab coloring of page starts).  The color lies past the header's hot lines (segment
  * fields and page descriptors) and differs by 7 lines between neighbouring
  * pages and segments.  Only the order changes: the blocks before the color
  * are carved too, so no memory or alignment is lost. */
@@ -105,7 +105,7 @@ static bool mm_page_carve(mm_page_t *page) {
  * (_mm_purge_refaulted).
  * One OS page at a time, because a larger step leaves linked but unused
  * blocks resident in every class in use, which small programs with many
- * classes feel (decision: carving one OS page at a time). */
+ * classes feel (decision 0046: carving one OS page at a time). */
 bool _mm_page_extend(mm_page_t *page) {
   if (_mm_page_unshrink(page)) return true; /* memory it gave back first */
   if (!mm_page_carve(page)) return false;

@@ -132,8 +132,8 @@ void _mm_purge_growth(mm_heap_t *heap) {
  * sizes change as it runs does not keep an empty page resident in every
  * class it used.  A page of fewer than MM_SHRINK_EMPTY_MIN carved OS pages
  * keeps them: a class whose few blocks come and go would give them back
- * and fault them in each time (decision: the least an empty page gives
- * back).  In checked mode pages keep what they carved: the carved range
+ * and fault them in each time (decision 0034: the least an empty page
+ * gives back).  In checked mode pages keep what they carved: the carved range
  * tells a double free from a pointer never handed out (checked.c). */
 void _mm_purge_page_emptied(mm_page_t *page) {
   if (!_mm_options.shrink || _mm_options.checked || !_mm_few_threads()) return;

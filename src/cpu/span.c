@@ -143,7 +143,7 @@ static mm_span_t *mm_span_find_resident(mm_heap_t *heap, unsigned b, size_t unit
  * while a longer run is resident.  Reused purged memory faults in again
  * (mm_span_fault_in), so taking it while resident memory lies free raises
  * the footprint; splitting the longer resident run costs nothing and saves
- * faults (decision: resident runs before purged ones). */
+ * faults (decision 0044: resident runs before purged ones). */
 static mm_span_t *mm_span_find(mm_heap_t *heap, size_t units) {
   mm_span_t *fit = mm_span_find_fit(heap, units);
   if (fit == NULL || fit->resident >= units) return fit;
@@ -158,7 +158,7 @@ static mm_span_t *mm_span_find(mm_heap_t *heap, size_t units) {
  * live size plus what it grew.  Else only as much of a run's tail as is
  * wanted goes (blocks are cut from its front), so that with many threads,
  * where each madvise interrupts the others, the heap gives back no more
- * than it grew (decision: whole runs with few threads, tails with many).
+ * than it grew (decision 0045: whole runs with few threads, tails with many).
  * Shorter runs stay: the next blocks are cut from them, and purging them
  * would cost a madvise and a fault for nearly every page given back. */
 #define MM_SPAN_PURGE_MIN 16

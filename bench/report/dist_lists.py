@@ -1,23 +1,16 @@
-#!/usr/bin/env python3
 # SPDX-License-Identifier: Apache-2.0
-"""bench/dist/report_lists.py: the linked-list exchange's report section
-(the Myrmics paper's Sect. 6.5, Fig. 4g-h) from what run_lists.py wrote into
-one directory (lists.jsonl, lists_meta.json): a table of every run's times,
-the ratios of ours to each peer within the run, the issue's figures where
-the run had their size, and a plot per net (lists_<net>.png). Writes
-lists.md and prints it; section() gives the same lines to report.py.
-
-    report_lists.py [--dir DIR]     (default build/bench/dist)
-"""
-import argparse
+"""The dist report's linked-list exchange subsection (the Myrmics paper's
+Sect. 6.5, Fig. 4g-h) from what bench/dist/run_lists.py wrote (lists.jsonl,
+lists_meta.json): a table of every run's times, the ratios of ours to each
+peer within the run, the issue's figures where the run had their size, and
+a plot per net (lists_<net>.png)."""
 import json
 import os
 
-import matplotlib
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
+from report.dist_runs import read_jsonl
+from report.document import Section, met, table
+from report.plots import plt, save
 
-REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 PEERS = ["mpi-pack", "mpi-bulk", "mpi-rma", "shmem"]
 ABOUT = {
     "ours-alloc": "ours, one sys_alloc a node (the paper's way), the regions swapped by sys_sendrecv",
@@ -30,13 +23,11 @@ ABOUT = {
 }
 
 
-def load(directory):
-    path = os.path.join(directory, "lists.jsonl")
-    if not os.path.exists(path):
+def load(part):
+    runs = read_jsonl(part.path("lists.jsonl"))
+    if not runs:
         return [], {}
-    with open(path) as f:
-        runs = [json.loads(l) for l in f if l.strip()]
-    meta_path = os.path.join(directory, "lists_meta.json")
+    meta_path = part.path("lists_meta.json")
     meta = {}
     if os.path.exists(meta_path):
         with open(meta_path) as f:
@@ -90,29 +81,25 @@ def fmt(x):
     return f"{x:.4f}" if x < 10 else f"{x:.2f}"
 
 
-def runs_table(runs):
-    rows = ["| net | L | workers | implementation | ranks | build s | exchange s | total s | reps | status |",
-            "|---|---:|---:|---|---:|---:|---:|---:|---:|---|"]
+def runs_rows(runs):
     _, cases = key_order(runs)
+    out = []
     for net, length, workers in cases:
         for r in (r for r in runs if (r["net"], r["len"], r["workers"]) == (net, length, workers)):
-            times = (f"{fmt(r['build_s'])} | {fmt(r['exchange_s'])} | {fmt(r['total_s'])}" if ok(r)
-                     else "- | - | -")
-            rows.append(f"| {net} | {length} | {workers} | {name(r)} | {r.get('ranks', '-')} | {times} "
-                        f"| {r.get('reps', '-')} | {status(r)} |")
-    return rows
+            times = [fmt(r["build_s"]), fmt(r["exchange_s"]), fmt(r["total_s"])] if ok(r) else ["-", "-", "-"]
+            out.append([net, length, workers, name(r), r.get("ranks", "-")] + times + [r.get("reps", "-"), status(r)])
+    return out
 
 
 def ratio(a, b, key):
     return a[key] / b[key] if ok(a) and ok(b) and b[key] > 0 else None
 
 
-def ratio_table(runs):
+def ratio_lines(runs):
     """ours / peer, total time (exchange time in parentheses): below 1, ours is faster."""
     peers = [p for p in PEERS if any(r["impl"] == p for r in runs)]
-    rows = ["| net | L | workers | ours | " + " | ".join(f"ours / {p}" for p in peers) + " |",
-            "|---|---:|---:|---|" + "---:|" * len(peers)]
     _, cases = key_order(runs)
+    out = []
     for net, length, workers in cases:
         here = [r for r in runs if (r["net"], r["len"], r["workers"]) == (net, length, workers)]
         by_impl = {r["impl"]: r for r in here if not r["impl"].startswith("ours")}
@@ -126,8 +113,8 @@ def ratio_table(runs):
                                  "peer skipped" if "skipped" in peer else "peer failed")
                 else:
                     cells.append(f"{t:.3g} ({e:.3g})")
-            rows.append(f"| {net} | {length} | {workers} | {name(o)} | " + " | ".join(cells) + " |")
-    return rows
+            out.append([net, length, workers, name(o)] + cells)
+    return table(["net", "L", "workers", "ours"] + [f"ours / {p}" for p in peers], out, "lrrl" + "r" * len(peers))
 
 
 def goals(runs, meta):
@@ -147,13 +134,13 @@ def goals(runs, meta):
         if ok(ours) and ok(mpi):
             t = ours["total_s"] / mpi["total_s"]
             out.append(f"- one host, {w} workers, L = 30000, sys_alloc per node: >= 2x faster than hand-written "
-                       f"MPI: **{'met' if t <= 0.5 else 'NOT met'}** (ours / mpi-pack = {t:.3g}, "
+                       f"MPI: {met(t <= 0.5)} (ours / mpi-pack = {t:.3g}, "
                        f"{1 / t:.2f}x)")
         if ok(ours) and shm is not None:
             if ok(shm):
                 t = ours["total_s"] / shm["total_s"]
                 out.append(f"- one host, {w} workers, L = 30000: faster than per-node OpenSHMEM: "
-                           f"**{'met' if t < 1 else 'NOT met'}** (ours / shmem = {t:.3g})")
+                           f"{met(t < 1)} (ours / shmem = {t:.3g})")
             else:
                 out.append(f"- one host, {w} workers, L = 30000: per-node OpenSHMEM did not finish "
                            f"({status(shm)}); nothing to compare")
@@ -163,12 +150,12 @@ def goals(runs, meta):
         if ok(ours) and shm is not None:
             t = shm["total_s"] / ours["total_s"] if ok(shm) else None
             out.append(f"- {where}, 8 workers, L = 30000: >= 50x faster than per-node OpenSHMEM: " +
-                       (f"**{'met' if t >= 50 else 'NOT met'}** ({t:.3g}x)" if t else
+                       (f"{met(t >= 50)} ({t:.3g}x)" if t else
                         f"per-node OpenSHMEM did not finish ({status(shm)}), nothing to compare"))
         if ok(ours) and ok(mpi):
             t = ours["total_s"] / mpi["total_s"]
             out.append(f"- {where}, 8 workers, L = 30000: no slower than hand-written MPI: "
-                       f"**{'met' if t <= 1 else 'NOT met'}** (ours / mpi-pack = {t:.3g})")
+                       f"{met(t <= 1)} (ours / mpi-pack = {t:.3g})")
     if not out:
         out.append("- The issue's figures need 8 and 16 workers at L = 30000 (run_lists.py --full); "
                    "this run had none of those sizes.")
@@ -190,7 +177,8 @@ def plot(runs, net, path):
         for row, key in enumerate(("total_s", "exchange_s")):
             ax = axes[row][col]
             for i, n in enumerate(names):
-                pts = sorted((r["workers"], r) for r in mine if r["len"] == length and name(r) == n)
+                pts = sorted(((r["workers"], r) for r in mine if r["len"] == length and name(r) == n),
+                             key=lambda p: p[0])
                 good = [(w, r[key]) for w, r in pts if ok(r)]
                 style = "--" if n.startswith("mpi-bulk") else "-"
                 marker = "s" if n.startswith("ours") else "o"
@@ -211,18 +199,16 @@ def plot(runs, net, path):
             ax.set_xticks(ws)
     axes[0][0].legend(fontsize=7)
     fig.suptitle("linked-list exchange (x at the foot: a run that failed)", fontsize=10)
-    fig.tight_layout()
-    fig.savefig(path, dpi=100)
-    plt.close(fig)
+    save(fig, path)
 
 
-def section(directory, level="##"):
-    """The report's lines, the plots drawn; [] when nothing was run."""
-    runs, meta = load(directory)
+def section(part):
+    """The subsection and its plots; None when run_lists.py did not run."""
+    runs, meta = load(part)
     if not runs:
-        return []
+        return None
     nets, _ = key_order(runs)
-    lines = [f"{level} Linked-list exchange (the Myrmics paper's Sect. 6.5, Fig. 4g-h)", "",
+    lines = [part.heading("Linked-list exchange (the Myrmics paper's Sect. 6.5, Fig. 4g-h)"), "",
              "Each of W processes builds a list of L nodes of 256 B; then in all-to-all stages (W-1 for even "
              "W) the two processes of each pair walk and modify every node of each other's list, moving it "
              "there and back or reaching each node remotely; at the end every process checks every node of "
@@ -257,32 +243,14 @@ def section(directory, level="##"):
             lines += ["", "Oversubscribed (more ranks than cores): " +
                       ", ".join(f"{rk} ranks on {c} cores" for rk, c in over) + "."]
         lines += [""]
-    lines += ["Times (s):", ""] + runs_table(runs) + [""]
+    lines += ["Times (s):", ""] + table(["net", "L", "workers", "implementation", "ranks", "build s", "exchange s",
+                                         "total s", "reps", "status"], runs_rows(runs), "lrrlrrrrrl") + [""]
     lines += ["Ours / peer within the run, total time (exchange time in parentheses); below 1 ours is faster:",
-              ""] + ratio_table(runs) + [""]
-    lines += ["The issue's figures (#32 item 4):", ""] + goals(runs, meta) + [""]
+              ""] + ratio_lines(runs) + [""]
+    checks = goals(runs, meta)
+    lines += ["The issue's figures (#32 item 4):", ""] + checks + [""]
     for net in nets:
         png = f"lists_{net}.png"
-        plot(runs, net, os.path.join(directory, png))
-        lines += [f"![lists {net}]({png})", ""]
-    return lines
-
-
-def main():
-    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--dir", default=os.path.join(REPO, "build", "bench", "dist"),
-                   help="where run_lists.py wrote; lists.md and the plots go there too")
-    args = p.parse_args()
-    lines = section(args.dir, "#")
-    if not lines:
-        print(f"report_lists.py: no {args.dir}/lists.jsonl")
-        return 1
-    with open(os.path.join(args.dir, "lists.md"), "w") as f:
-        f.write("\n".join(lines) + "\n")
-    print("\n".join(l for l in lines if not l.startswith("![")))
-    print(f"report_lists.py: wrote {args.dir}/lists.md")
-    return 0
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())
+        plot(runs, net, part.path(png))
+        lines += [part.image(f"lists {net}", png), ""]
+    return Section(lines, checks)

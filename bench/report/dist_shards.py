@@ -1,39 +1,21 @@
-#!/usr/bin/env python3
 # SPDX-License-Identifier: Apache-2.0
-"""bench/dist/report_shards.py: the shard-migration section of the dist
-report, from what dist-shards appended to DIR/shards.jsonl: a table (ratios
-within one run), shards.png, and DIR/shards.md. report.py includes the same
-section through section(); alone it prints it.
+"""The dist report's shard-migration subsection, from what dist-shards
+appended to shards.jsonl (bench/dist/run_shards.py): tables (ratios within
+one run) and shards.png."""
+from report.dist_runs import latest_runs
+from report.document import Section, met, table
+from report.plots import plt, save
 
-    report_shards.py [--dir DIR]     (default build/bench/dist)
-"""
-import argparse
-import json
-import os
-
-import matplotlib
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
-
-REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 RESULT = "shards.jsonl"
 PNG = "shards.png"
 VARIANTS = [("dist", "regions (sys_send)", "C0"), ("pack", "MPI pack/rebuild", "C3")]
 
 
-def load(directory):
+def load(path):
     """dist-shards' runs, one a line; the last of each configuration counts."""
-    path = os.path.join(directory, RESULT)
-    if not os.path.exists(path):
-        return []
-    runs = {}
-    with open(path) as f:
-        for line in f:
-            if line.strip():
-                r = json.loads(line)
-                runs[(r["mode"], r["layout"], r["workers"], r["keys"], r["shards"], r["move"],
-                      r.get("single_copy"), r["value_min"], r["value_max"], r.get("settle_ms", 0))] = r
-    return sorted(runs.values(), key=lambda r: (r["mode"], r["layout"], r.get("single_copy", ""), r["value_min"],
+    runs = latest_runs(path, lambda r: (r["mode"], r["layout"], r["workers"], r["keys"], r["shards"], r["move"],
+                                        r.get("single_copy"), r["value_min"], r["value_max"], r.get("settle_ms", 0)))
+    return sorted(runs, key=lambda r: (r["mode"], r["layout"], r.get("single_copy", ""), r["value_min"],
                                                 r["value_max"], r.get("settle_ms", 0), r["keys"], r["workers"]))
 
 
@@ -93,51 +75,47 @@ def plot(runs, path):
         ax.set_title(title, fontsize=9)
         ax.grid(axis="y", alpha=0.3)
         ax.legend(fontsize=7, loc="upper left")
-    fig.tight_layout()
-    fig.savefig(path, dpi=100)
-    plt.close(fig)
+    save(fig, path)
 
 
-def table(runs):
-    rows = ["| workers (pairs) | keys a shard | shards moved | first lookup ms, dist | pack | **pack/dist** "
-            "| all moved ms, dist | pack | pack/dist | MiB moved, dist (transfer) | dist live | pack msg "
-            "| payload | transfer/live | ranges | lookups/s after, dist | pack | goal >= 2x |",
-            "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|"]
+def rows(runs):
+    out = []
     for r in runs:
         d, p = r["dist"], r["pack"]
         ratio = d["bytes_moved"] / d["live_bytes"] if d["live_bytes"] else 0
-        rows.append(f"| {label(r)} ({r['pairs']}) | {r['keys'] / r['shards']:.0f} | {r['pairs'] * r['move']} "
-                    f"| {d['first_ms']:.2f} | {p['first_ms']:.2f} | **{r['first_x']:.2f}x** "
-                    f"| {d['migrate_ms']:.2f} | {p['migrate_ms']:.2f} | {r['migrate_x']:.2f}x "
-                    f"| {mib(d['bytes_moved']):.1f} | {mib(d['live_bytes']):.1f} | {mib(p['bytes_moved']):.1f} "
-                    f"| {mib(p['payload_bytes']):.1f} | {ratio:.3f} | {d['transfer_ranges']:.0f} "
-                    f"| {d['lookups_per_s_after']:.3g} | {p['lookups_per_s_after']:.3g} "
-                    f"| {'met' if r['goal']['met'] else 'NOT met'} |")
-    return rows
+        out.append([f"{label(r)} ({r['pairs']})", f"{r['keys'] / r['shards']:.0f}", r["pairs"] * r["move"],
+                    f"{d['first_ms']:.2f}", f"{p['first_ms']:.2f}", f"**{r['first_x']:.2f}x**",
+                    f"{d['migrate_ms']:.2f}", f"{p['migrate_ms']:.2f}", f"{r['migrate_x']:.2f}x",
+                    f"{mib(d['bytes_moved']):.1f}", f"{mib(d['live_bytes']):.1f}", f"{mib(p['bytes_moved']):.1f}",
+                    f"{mib(p['payload_bytes']):.1f}", f"{ratio:.3f}", f"{d['transfer_ranges']:.0f}",
+                    f"{d['lookups_per_s_after']:.3g}", f"{p['lookups_per_s_after']:.3g}",
+                    "met" if r["goal"]["met"] else "NOT met"])
+    return out
 
 
 def breakdown(runs):
-    rows = ["| run | dist: sender's PACK waits | dist: receiver in sys_recv | of which resident-check waits "
-            "(checks) | its first touches of the moved pages (estimate) | pack: packing "
-            "| pack: receiver in MPI_Probe + MPI_Recv | pack: rebuilding | first touch of a page, us |",
-            "|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
+    out = []
     for r in runs:
         d, p = r["dist"], r["pack"]
         touch = d["bytes_moved"] / r["pairs"] / 4096 * r["fault_us_per_page"] / 1000
-        rows.append(f"| {label(r)} | {d['prep_ms']:.2f} | {d['wire_ms']:.2f} "
-                    f"| {d.get('check_wait_ms', 0):.2f} ({d.get('checks', 0):.1f}) | {touch:.2f} | {p['prep_ms']:.2f} "
-                    f"| {p['wire_ms']:.2f} | {p['rebuild_ms']:.2f} | {r['fault_us_per_page']:.2f} |")
-    return rows
+        out.append([label(r), f"{d['prep_ms']:.2f}", f"{d['wire_ms']:.2f}",
+                    f"{d.get('check_wait_ms', 0):.2f} ({d.get('checks', 0):.1f})", f"{touch:.2f}",
+                    f"{p['prep_ms']:.2f}", f"{p['wire_ms']:.2f}", f"{p['rebuild_ms']:.2f}",
+                    f"{r['fault_us_per_page']:.2f}"])
+    return table(["run", "dist: sender's PACK waits", "dist: receiver in sys_recv",
+                  "of which resident-check waits (checks)", "its first touches of the moved pages (estimate)",
+                  "pack: packing", "pack: receiver in MPI_Probe + MPI_Recv", "pack: rebuilding",
+                  "first touch of a page, us"], out, "l" + "r" * 8)
 
 
-def section(directory, runs=None):
-    """The report's lines (and shards.png); [] when nothing was measured."""
-    runs = load(directory) if runs is None else runs
+def section(part):
+    """The subsection and shards.png; None when dist-shards did not run."""
+    runs = load(part.path(RESULT))
     if not runs:
-        return []
-    plot(runs, os.path.join(directory, PNG))
+        return None
+    plot(runs, part.path(PNG))
     r = runs[0]
-    lines = ["## Migrating shards of a pointer-based index (dist-shards, issue #32, beyond the paper)", "",
+    lines = [part.heading("Migrating shards of a pointer-based index (dist-shards, issue #32, beyond the paper)"), "",
              f"A B+-tree (fan-out {r['fanout']}, {r['node_bytes']} B nodes) of 64-bit keys with values of "
              f"{r['value_min']}-{r['value_max']} B (separate objects, {r['updates_pct']}% replaced after the "
              f"build), {r['keys']} keys range-partitioned into {r['shards_per_worker']} shards a worker, each "
@@ -156,7 +134,10 @@ def section(directory, runs=None):
              f"MPI: {r['mpi']}; host {r['host']}, {r['cores']} cores; mpirun --oversubscribe, "
              f"MANYMALLOC_SCHEDULERS={r['layout']}, leases {r['mode']}, "
              f"first touch of a fresh page {r['fault_us_per_page']:.2f} us (worker 0).", ""]
-    lines += table(runs)
+    lines += table(["workers (pairs)", "keys a shard", "shards moved", "first lookup ms, dist", "pack",
+                    "**pack/dist**", "all moved ms, dist", "pack", "pack/dist", "MiB moved, dist (transfer)",
+                    "dist live", "pack msg", "payload", "transfer/live", "ranges", "lookups/s after, dist", "pack",
+                    "goal >= 2x"], rows(runs), "l" + "r" * 16 + "l")
     lines += ["", "Where the time goes, ms for all of a pair's moved shards, the mean pair (a receiver's "
               "time includes waiting for its sender). A dist receiver writes every page of a shard into "
               "memory it has not touched before; the estimate is the moved pages times the first-touch "
@@ -165,25 +146,7 @@ def section(directory, runs=None):
     lines += ["", "The per-repetition first-lookup times, ms (dist / pack): "
               + "; ".join(f"{label(x)}: {', '.join(f'{v:.1f}' for v in x['dist']['first_ms_reps'])} / "
                           f"{', '.join(f'{v:.1f}' for v in x['pack']['first_ms_reps'])}" for x in runs), "",
-              f"![shards]({PNG})", ""]
-    return lines
-
-
-def main():
-    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--dir", default=os.path.join(REPO, "build", "bench", "dist"),
-                   help="where dist-shards wrote; shards.md and shards.png go there too")
-    args = p.parse_args()
-    lines = section(args.dir)
-    if not lines:
-        print(f"report_shards.py: no {RESULT} in {args.dir}")
-        return 1
-    with open(os.path.join(args.dir, "shards.md"), "w") as f:
-        f.write("\n".join(lines) + "\n")
-    print("\n".join(l for l in lines if not l.startswith("![")))
-    print(f"report_shards.py: wrote {args.dir}/shards.md and {PNG}")
-    return 0
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())
+              part.image("shards", PNG), ""]
+    checks = [f"- shard migration, {label(r)}: {r['goal']['what']}: {met(r['goal']['met'])} ({r['first_x']:.2f}x)"
+              for r in runs]
+    return Section(lines, checks)
