@@ -106,8 +106,7 @@ def parse_args():
     p.add_argument("--workers", default=env_opt("WORKERS"), help="worker counts, comma-separated")
     p.add_argument("--lens", default=env_opt("LENS"), help="list lengths, comma-separated")
     p.add_argument("--schedulers", action="append",
-                   default=env_opt("SCHEDULERS").split() if env_opt("SCHEDULERS") else None,
-                   help="a MANYMALLOC_SCHEDULERS layout for ours; repeat for several")
+                   help="a MANYMALLOC_SCHEDULERS layout for ours; repeat for several (or SCHEDULERS)")
     p.add_argument("--nets", default=env_opt("NETS"), help="shm, tcp or both, comma-separated")
     p.add_argument("--reps", type=int, default=int(env_opt("REPS", "5")), help="repetitions (default 5)")
     p.add_argument("--impls", default=env_opt("IMPLS", ",".join(IMPLS)), help="comma-separated: " + ", ".join(IMPLS))
@@ -136,6 +135,8 @@ def ints(s):
 def plan(a, size):
     """[(net, workers, len, [scheduler layouts for ours])], in run order."""
     nets = (a.nets or size["nets"]).split(",")
+    if a.schedulers is None and env_opt("SCHEDULERS"):   # options replace the environment's list, not extend it
+        a.schedulers = env_opt("SCHEDULERS").split()
     scheds = a.schedulers or size["schedulers"]
     cases = []
     for net in nets:
