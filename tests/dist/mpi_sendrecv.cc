@@ -59,6 +59,17 @@ ListNode *append_node(ListNode **tail_link, uint64_t index, rid_t r, uint64_t wr
   return n;
 }
 
+// A list of n nodes written by worker 0 in region r: its head, or NULL.
+ListNode *build_list(rid_t r, uint64_t n) {
+  ListNode *head = nullptr, **link = &head;
+  for (uint64_t i = 0; i < n; i++) {
+    ListNode *node = append_node(link, i, r, 0);
+    if (!node) return nullptr;
+    link = &node->next;
+  }
+  return head;
+}
+
 // Walks the list checking every field; writer(i) says who last wrote node i.
 template <class Writer>
 testing::AssertionResult list_ok(ListNode *head, uint64_t expect_count, uint64_t expect_visits,
@@ -84,12 +95,8 @@ TEST(SendRecv, LinkedListGoesThereAndBackAndIsTraversedInPlace) {
   if (me() == 0) {
     rid_t r = sys_ralloc(0, 0);
     ASSERT_GT(r, 0);
-    ListNode *head = nullptr, **link = &head;
-    for (uint64_t i = 0; i < kNodes; i++) {
-      ListNode *n = append_node(link, i, r, 0);
-      ASSERT_NE(n, nullptr) << i;
-      link = &n->next;
-    }
+    ListNode *head = build_list(r, kNodes);
+    ASSERT_NE(head, nullptr) << sys_strerror(sys_last_error());
     void *obj = head;
     ASSERT_EQ(sys_send(1, &r, 1, &obj, 1), SYS_OK);
 
@@ -135,12 +142,8 @@ TEST(SendRecv, ForgottenCopyReadsZerosAndArrivesAgainWhole) {
   if (me() == 0) {
     rid_t r = sys_ralloc(0, 0);
     ASSERT_GT(r, 0);
-    ListNode *head = nullptr, **link = &head;
-    for (uint64_t i = 0; i < kNodes; i++) {
-      ListNode *n = append_node(link, i, r, 0);
-      ASSERT_NE(n, nullptr) << i;
-      link = &n->next;
-    }
+    ListNode *head = build_list(r, kNodes);
+    ASSERT_NE(head, nullptr) << sys_strerror(sys_last_error());
     void *obj = head;
     for (int round = 0; round < 2; round++) ASSERT_EQ(sys_send(1, &r, 1, &obj, 1), SYS_OK) << round;
     recv_words(1);
