@@ -1,15 +1,12 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 // gpu/superblock.cuh: two-level allocation (CIT 2010, Sect. V, Figs. 4-5). A
 // Superblock is a Memoryblock cut into 32 Basicblocks of one class; one
-// 64-bit word holds which of them are available and which are live (handed
-// out whole), so claiming blocks, and freeing a warp's blocks back, are
-// single atomics. A Superblock is published (in a second-level buffer, or on
-// a stack of sb_stack.cuh) exactly while it has blocks available: the atomic
-// that makes the first available publishes it, the claim that takes the last
-// does not put it back. That is a token: its holder alone may claim. A
-// Superblock whose blocks are all back stays published with its class; the
-// reclaimer gives it back to the Memoryblock heap when another class needs
-// the memory.
+// 64-bit word holds which of them are available and whether the Superblock
+// is published (in a second-level buffer, or on a stack of sb_stack.cuh), so
+// claiming and returning blocks are single atomics. The "published" bit is a
+// token: its holder alone may claim. A Superblock whose blocks are all back
+// stays published with its class; the reclaimer gives it back to the
+// Memoryblock heap when another class needs the memory.
 #pragma once
 #include "fifo.cuh"
 #include "memoryblock.cuh"
@@ -30,6 +27,22 @@ __device__ __forceinline__ xmc_fifo *xmc_sb_buffer(int cls, unsigned replica) {
 
 // ---- the buffer token ----------------------------------------------------------
 
+// Drops the token; a Superblock found entirely free then leaves the class.
+__device__ inline void xmc_sb_unpublish(xmc_mb *mb) {
+  xmc_atomic64 state(xmc_sb_of(mb)->state);
+  uint64_t s = state.load(cuda::memory_order_acquire);
+  uint32_t avail;
+  do {
+    avail = (uint32_t)s;
+  } while (!state.compare_exchange_weak(s, avail == xmc_sb_full ? 0 : avail, cuda::memory_order_acq_rel,
+                                        cuda::memory_order_acquire));
+  if (avail != xmc_sb_full) return;
+  const int cls = xmc_tag::cls(mb->tag);
+  xmc_map_forget(mb, cls);
+  xmc_sb_map_update(mb, xmc_sb_units(cls), cls, false);
+  xmc_mb_free(mb);
+}
+
 // Hands a Superblock whose token the caller holds to the second-level
 // buffer: this SM's, or when that is full one of the next few; when all are
 // full, to a stack of the class on this SM, which has room for any number.
@@ -40,49 +53,24 @@ static __device__ __noinline__ void xmc_sb_publish(xmc_mb *mb, int cls) {
   xmc_sb_stack_push(xmc_sb_stack_here(cls), xmc_sb_of(mb), ref);
 }
 
-// The reclaimer's sort of a published Superblock, whose token it holds: one
-// with every block back leaves the class (its state cleared, so no block is
-// available or live), the others are published again.
+// The reclaimer's sort of a published Superblock: one with every block back
+// leaves the class, the others are published again.
 static __device__ void xmc_sb_republish(xmc_mb *mb, int cls) {
-  uint64_t every_block_back = xmc_sb_full;
-  if (!xmc_atomic64(xmc_sb_of(mb)->state)
-           .compare_exchange_strong(every_block_back, 0, cuda::memory_order_acq_rel, cuda::memory_order_acquire))
-    return xmc_sb_publish(mb, cls);
-  xmc_map_forget(mb, cls);
-  xmc_sb_map_update(mb, xmc_sb_units(cls), cls, false);
-  xmc_mb_free(mb);
+  if ((uint32_t)xmc_atomic64(xmc_sb_of(mb)->state).load(cuda::memory_order_acquire) == xmc_sb_full)
+    xmc_sb_unpublish(mb);
+  else
+    xmc_sb_publish(mb, cls);
 }
 
 // ---- returning Basicblocks ----------------------------------------------------
 
-// Makes `bits` (none live in the mask) of a Superblock available. The
-// return that finds none available takes the token and publishes the
-// Superblock, even one with every block back: it stays with its class until
-// memory is reclaimed for another class.
+// Makes `bits` of a Superblock available. Whoever finds no token takes it and
+// publishes the Superblock, even one with every block back: it stays with its
+// class until memory is reclaimed for another class.
 __device__ inline void xmc_sb_return_bits(xmc_mb *mb, int cls, uint32_t bits) {
-  const uint64_t s = xmc_atomic64(xmc_sb_of(mb)->state).fetch_or(bits, cuda::memory_order_acq_rel);
-  if (!xmc_sb_available(s)) xmc_sb_publish(mb, cls);
-}
-
-// Lanes give back `bits` of a Superblock: those live in its mask become
-// available in one compare-and-swap, which returns them (the others were
-// taken from the buffers, or are double frees). The first try expects the
-// group's blocks to be the only live ones and none available: what a warp
-// that took a whole Superblock finds when it frees it, as in a bulk free.
-// Otherwise the live half is cleared, then the blocks made available: two
-// atomics and no loop, since other warps may be freeing blocks of this
-// Superblock at the same moment.
-__device__ inline uint32_t xmc_sb_free_live(xmc_mb *mb, int cls, uint32_t bits) {
-  xmc_atomic64 state(xmc_sb_of(mb)->state);
-  uint64_t s = xmc_sb_live_word(bits);
-  if (bits == xmc_sb_full &&
-      state.compare_exchange_strong(s, bits, cuda::memory_order_acq_rel, cuda::memory_order_relaxed)) {
-    xmc_sb_publish(mb, cls);
-    return bits;
-  }
-  const uint32_t freed = xmc_sb_live(xmc_atomic_and(&xmc_sb_of(mb)->state, ~xmc_sb_live_word(bits))) & bits;
-  if (freed) xmc_sb_return_bits(mb, cls, freed);
-  return freed;
+  uint64_t s = xmc_atomic64(xmc_sb_of(mb)->state).fetch_or(bits | xmc_sb_inbuf, cuda::memory_order_acq_rel);
+  // We took the token: make the blocks reachable.
+  if (!(s & xmc_sb_inbuf)) xmc_sb_publish(mb, cls);
 }
 
 // The Superblock that holds Basicblock `index` of class `cls`, whose chunk
@@ -112,14 +100,12 @@ __device__ __forceinline__ int xmc_sb_block_index(uint32_t region, xmc_sb_at at,
 // for a warp's group; taken from the buffers, in their own tags (buffer.cuh),
 // which needs no lookup. xmcFree clears whichever is set.
 
-__device__ __forceinline__ void xmc_sb_mark_live(xmc_mb *mb, uint32_t bits) {
-  xmc_atomic_or(&xmc_sb_of(mb)->state, xmc_sb_live_word(bits));
-}
+__device__ __forceinline__ void xmc_sb_mark_live(xmc_mb *mb, uint32_t bits) { xmc_atomic_or(&xmc_sb_of(mb)->live, bits); }
 
 // Clears `bits` of the live mask; returns those that were set (the others:
 // double frees, or blocks never handed out whole).
 __device__ __forceinline__ uint32_t xmc_sb_unmark_live(xmc_mb *mb, uint32_t bits) {
-  return xmc_sb_live(xmc_atomic_and(&xmc_sb_of(mb)->state, ~xmc_sb_live_word(bits))) & bits;
+  return xmc_atomic_and(&xmc_sb_of(mb)->live, ~bits) & bits;
 }
 
 __device__ inline void xmc_sb_return(char *block, uint64_t tag) {
@@ -142,16 +128,15 @@ __device__ __forceinline__ uint32_t xmc_lowest_bits(uint32_t bits, unsigned k) {
 }
 
 // Claims up to k available Basicblocks of a Superblock whose token the caller
-// holds; a Superblock with blocks left goes back to the buffer. Taking the
-// last one drops the token.
+// holds; a Superblock with blocks left goes back to the buffer.
 __device__ inline uint32_t xmc_sb_claim(xmc_mb *mb, int cls, unsigned k) {
   xmc_atomic64 state(xmc_sb_of(mb)->state);
   uint64_t s = state.load(cuda::memory_order_acquire);
   uint32_t take, left;
   do {
-    take = xmc_lowest_bits(xmc_sb_available(s), k);
-    left = xmc_sb_available(s) & ~take;
-  } while (!state.compare_exchange_weak(s, s & ~(uint64_t)take, cuda::memory_order_acq_rel,
+    take = xmc_lowest_bits((uint32_t)s, k);
+    left = (uint32_t)s & ~take;
+  } while (!state.compare_exchange_weak(s, left ? (left | xmc_sb_inbuf) : 0, cuda::memory_order_acq_rel,
                                         cuda::memory_order_acquire));
   if (left) xmc_sb_publish(mb, cls);
   return take;
@@ -159,7 +144,7 @@ __device__ inline uint32_t xmc_sb_claim(xmc_mb *mb, int cls, unsigned k) {
 
 
 // A new Superblock from the Memoryblock heap: its Basicblocks tagged, none
-// available yet (the caller hands them out) or live, so unpublished, and
+// available yet (the caller hands them out) or live, no buffer token, and
 // entered in the Superblock map.
 static __device__ __noinline__ xmc_mb *xmc_sb_create(int cls) {
   xmc_mb *mb = xmc_mb_alloc(xmc_sb_units(cls), xmc_kind_super, cls);
@@ -168,6 +153,7 @@ static __device__ __noinline__ xmc_mb *xmc_sb_create(int cls) {
   for (unsigned i = 0; i < xmc_sb_blocks; ++i)
     ((uint64_t *)xmc_sb_block(mb, cls, i))[3] = xmc_tag::make(xmc_kind_basic, cls, i, region);
   xmc_sb_map_update(mb, xmc_sb_units(cls), cls, true);
+  xmc_atomic32(xmc_sb_of(mb)->live).store(0, cuda::memory_order_relaxed);
   xmc_atomic64(xmc_sb_of(mb)->state).store(0, cuda::memory_order_release);
   return mb;
 }

@@ -109,21 +109,14 @@ static_assert(sizeof(xmc_mb) == xmc_chunk_header, "memoryblock header is one chu
 
 // Superblock header, the payload of its Memoryblock (at mb + 32); the 32
 // Basicblocks follow at mb + 64, each a chunk (32-byte header, then payload).
-// The state word: live:32 (high) | available:32 (low). Available: the
-// Basicblocks a claim may take; live: those a warp took from the Superblock
-// and handed out whole (xmcFree clears them). The two halves are disjoint,
-// so a free that moves blocks from one to the other is one atomic. A
-// Superblock with blocks available is published (superblock.cuh).
 struct xmc_sb {
-  uint64_t state;
+  uint64_t state;        // bits 0..31: Basicblocks available; bit 32: published (token held)
   uint32_t stack_next;   // next Superblock down a class stack (sb_stack.cuh), while on one
-  uint32_t pad32;
+  uint32_t live;         // Basicblocks handed out whole (xmcFree clears their bits)
   uint64_t pad[2];       // the class is in the Memoryblock's tag
 };
 static_assert(sizeof(xmc_sb) == 32, "superblock header fills the rest of the first unit");
-__device__ __forceinline__ uint32_t xmc_sb_available(uint64_t state) { return (uint32_t)state; }
-__device__ __forceinline__ uint32_t xmc_sb_live(uint64_t state) { return (uint32_t)(state >> 32); }
-__device__ __forceinline__ uint64_t xmc_sb_live_word(uint32_t bits) { return (uint64_t)bits << 32; }
+constexpr uint64_t xmc_sb_inbuf = (uint64_t)1 << 32;
 
 // Superblock cursor: the Superblock whose Basicblocks are handed out in
 // index order by fetch-and-add, ref:32 (high) | next index:32 (low). A ref of

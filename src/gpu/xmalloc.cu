@@ -163,11 +163,9 @@ static __device__ bool xmc_basicblock_unlive(char *chunk, xmc_mb *mb, uint32_t i
 }
 
 // Lanes of `group` free Basicblocks of one Superblock. A lane alone parks
-// its block in the buffers. More give the blocks live in the Superblock's
-// mask straight back to it with one atomic when they are all of its blocks
-// (two otherwise); lanes whose blocks came from the buffers then clear their
-// tags, and the leader returns those too. Counted last: a release would
-// wait for the counters' atomics.
+// its block in the buffers. More clear the live marks in the Superblock's
+// mask with one atomic (the lanes whose blocks came from the buffers clear
+// their tags instead) and give the blocks straight back to it with one more.
 static __device__ void xmc_free_basicblocks(unsigned group, const xmc_block &b) {
   const int cls = (int)b.word;
   char *chunk = b.at - xmc_chunk_header;
@@ -178,21 +176,19 @@ static __device__ void xmc_free_basicblocks(unsigned group, const xmc_block &b) 
     return;
   }
   const int leader = xmc_warp_leader(group);
-  const uint32_t bits = xmc_warp_bits(group, b.index);
+  const uint32_t bits = xmc_warp_or(group, 1u << b.index);
   uint32_t freed = 0;
-  if ((int)xmc_lane_id() == leader) freed = xmc_sb_free_live(mb, cls, bits);
+  if ((int)xmc_lane_id() == leader) freed = xmc_sb_unmark_live(mb, bits);
   freed = __shfl_sync(group, freed, leader);
-  if (xmc_warp_ballot(group, !(freed >> b.index & 1))) {
-    uint64_t t;
-    const bool by_tag = !(freed >> b.index & 1) && xmc_chunk_unlive(chunk, &t);
-    const uint32_t tagged = xmc_warp_or(group, by_tag ? 1u << b.index : 0);
-    if (tagged && (int)xmc_lane_id() == leader) xmc_sb_return_bits(mb, cls, tagged);
-    freed |= tagged;
-  }
+  uint64_t t;
+  const bool by_tag = !(freed >> b.index & 1) && xmc_chunk_unlive(chunk, &t);
+  freed |= xmc_warp_or(group, by_tag ? 1u << b.index : 0);
   if ((int)xmc_lane_id() != leader) return;
   xmc_sm_stats *st = xmc_stats_here();
   xmc_stats_add(&st->invalid, __popc(group) - __popc(freed));
-  if (freed) xmc_stats_count_frees(st, cls, __popc(freed));
+  if (!freed) return;
+  xmc_stats_count_frees(st, cls, __popc(freed));
+  xmc_sb_return_bits(mb, cls, freed);
 }
 
 // What lanes free together: the compartments of one chunk, the Basicblocks

@@ -230,9 +230,9 @@ TEST_P(XmcStress, ExhaustionReturnsNullAndRecovers) {
 
 // Every warp asks for one size above the coalescing limit, so that a full
 // warp takes a whole Superblock, and frees its blocks the ways a group can:
-// all at once (one atomic for the Superblock), twice (each a double free),
-// in halves (even lanes, then odd), or each by another thread. Sizes differ
-// between warps, so Superblocks of several classes are in play.
+// all at once (one group for the whole Superblock), twice (each a double
+// free), in halves (even lanes, then odd), or each by another thread. Sizes
+// differ between warps, so Superblocks of several classes are in play.
 __global__ void k_alloc_per_warp(void **ptrs, size_t *sizes, int n, uint32_t seed) {
   int i = blockIdx.x * blockDim.x + threadIdx.x;
   if (i >= n) return;
