@@ -228,6 +228,59 @@ TEST_P(XmcStress, ExhaustionReturnsNullAndRecovers) {
   EXPECT_GT(st.failed_allocs, 0u);
 }
 
+// Every warp asks for one size above the coalescing limit, so that a full
+// warp takes a whole Superblock, and frees its blocks the ways a group can:
+// all at once (one group for the whole Superblock), twice (each a double
+// free), in halves (even lanes, then odd), or each by another thread. Sizes
+// differ between warps, so Superblocks of several classes are in play.
+__global__ void k_alloc_per_warp(void **ptrs, size_t *sizes, int n, uint32_t seed) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i >= n) return;
+  size_t size = 257 + gt_hash(i / 32 * 0x9e3779b9u + seed) % 3840;
+  void *p = xmcMalloc(size);
+  if (p) gt_fill(p, size, i);
+  ptrs[i] = p;
+  sizes[i] = size;
+}
+
+// Frees the blocks of the threads whose index has parity `parity` (-1: all).
+__global__ void k_free_parity(void **ptrs, int n, int parity) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n && (parity < 0 || (i & 1) == parity)) xmcFree(ptrs[i]);
+}
+
+TEST_P(XmcStress, WarpsFreeWholeSuperblocks) {
+  init(256 << 20, GetParam().config);
+  const int n = gt_scaled(16384) + 7;  // the last warp partly filled
+  DeviceArray<void *> ptrs(n);
+  DeviceArray<size_t> sizes(n);
+  unsigned long long doubles = 0;
+  for (uint32_t round = 0; round < 4; ++round) {
+    LAUNCH_OK(k_alloc_per_warp<<<(n + 127) / 128, 128>>>(ptrs.ptr, sizes.ptr, n, round));
+    expect_blocks_ok(ptrs.ptr, sizes.ptr, n, 0);
+    if (round % 3 == 0) {
+      LAUNCH_OK(k_free_parity<<<(n + 127) / 128, 128>>>(ptrs.ptr, n, -1));
+      if (GetParam().config.superblocks) {  // a block is not reused before the next allocation
+        LAUNCH_OK(k_free_parity<<<(n + 127) / 128, 128>>>(ptrs.ptr, n, -1));
+        doubles += n;
+      }
+    } else if (round % 3 == 1) {
+      LAUNCH_OK(k_free_parity<<<(n + 127) / 128, 128>>>(ptrs.ptr, n, 0));
+      LAUNCH_OK(k_free_parity<<<(n + 127) / 128, 128>>>(ptrs.ptr, n, 1));
+    } else {
+      LAUNCH_OK(k_free_permuted<<<(n + 127) / 128, 128>>>(ptrs.ptr, n, 7919));
+    }
+  }
+  // Whole warps of 1 KiB blocks taking Superblocks and freeing them, all at once.
+  DeviceArray<int> bad(1);
+  LAUNCH_OK(k_alloc_free_loop<<<GetParam().config.superblocks ? 64 : 8, 256>>>(8, 1024, bad.ptr));
+  EXPECT_EQ(0, bad.host()[0]);
+  xmcStats st;
+  XMC_OK(xmcGetStats(&st));
+  EXPECT_EQ(0u, st.bytes_in_use) << gt_unbalanced(st);
+  EXPECT_EQ(doubles, st.invalid_frees) << "every double free is counted, no other free is";
+}
+
 // A heap filled with coalesced 16-byte blocks, freed, then filled with
 // 20 KiB blocks (past the largest class: straight from the Memoryblock heap,
 // over memory whose unit map named compartments) and 16-byte blocks again.
