@@ -12,11 +12,13 @@
 #include "memoryblock.cuh"
 #include "sb_map.cuh"
 #include "sb_stack.cuh"
+#include "check.cuh"
 #include "size_class.cuh"
 #include "unit_map.cuh"
 
 // Start of Basicblock `i` (a chunk: 32-byte header, then payload).
 __device__ __forceinline__ char *xmc_sb_block(xmc_mb *mb, int cls, unsigned i) {
+  XMC_ASSERT(i < xmc_sb_blocks && cls >= 0 && cls < xmc_classes);
   return (char *)mb + xmc_unit + (size_t)i * xmc_class_stride(cls);
 }
 
@@ -76,6 +78,7 @@ __device__ inline void xmc_sb_return_bits(xmc_mb *mb, int cls, uint32_t bits) {
 // The Superblock that holds Basicblock `index` of class `cls`, whose chunk
 // starts at `block`.
 __device__ __forceinline__ xmc_mb *xmc_sb_holding(char *block, int cls, uint32_t index) {
+  XMC_ASSERT(index < xmc_sb_blocks && cls >= 0 && cls < xmc_classes);   // a Basicblock's tag
   return (xmc_mb *)(block - xmc_unit - (size_t)index * xmc_class_stride(cls));
 }
 __device__ __forceinline__ xmc_mb *xmc_sb_holding(char *block, uint64_t tag) {
