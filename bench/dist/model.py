@@ -906,7 +906,7 @@ def constants_md(c, args):
             "work each does |",
             f"| MPI state per connected peer | {MPI_PEER_BYTES >> 10} KiB | assumed |",
             "| slab, cell, grant, refill, watermarks, load slack | 4 KiB, 64 B, 1->16 slabs, 16 slabs, "
-            "min(64, pages / 8n) MiB per subtree scheduler, max(4, 1/8) | docs/dist-design.md Options and fixed sizes, "
+            "min(64, pages / 8n) MiB per subtree scheduler, max(4, 1/8) | docs/dist-reference.md Fixed sizes, dist-design.md "
             "Layouts |",
             f"| space for the projections | {SPACE_MAX >> 40} TiB | MANYMALLOC_DIST_SPACE's maximum: "
             f"256 MiB live a worker fits {(SPACE_MAX >> 20) // 256:,} workers; the 10^5-worker rows assume "
