@@ -107,10 +107,10 @@ int sys_rfree(rid_t region);
 
 /* Drops this worker's copy of a region's memory (with its sub-regions),
  * which it will not read again: its pages go back to the OS at once and
- * read as zeros here until the region is received again. The region itself is untouched: its objects, its ID and
- * every other worker's copy. For a region received, used and sent on, as
- * an MPI program reuses its receive buffer. Returns 0, SYS_ERR_NOREGION or
- * SYS_ERR_ROOT. */
+ * read as zeros here until the region is received again. The region
+ * itself is untouched: its objects, its ID and every other worker's copy.
+ * For a region received, used and sent on, as an MPI program reuses its
+ * receive buffer. Returns 0, SYS_ERR_NOREGION or SYS_ERR_ROOT. */
 int sys_rforget(rid_t region);
 
 /* ---- objects ------------------------------------------------------------ */

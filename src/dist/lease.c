@@ -156,14 +156,14 @@ static void lease_class_free(mmd_leases_t *L, mmd_lclass_t *c) {
   free(c);
 }
 
-void mmd_lease_revoke(mmd_leases_t *L, rid_t rid, mmd_ranges_t *dropped) {
+void mmd_lease_revoke(mmd_leases_t *L, rid_t rid, void (*drop)(void *ctx, uint64_t off), void *ctx) {
   for (size_t b = 0; b < MMD_LEASE_BUCKETS; b++) {
     mmd_lclass_t *c = L->bucket[b];
     while (c) {
       mmd_lclass_t *next = c->hash_next;
       if (c->rid == rid) {
         while (c->all) {
-          mmd_ranges_add(dropped, c->all->off, MMD_SLAB_SIZE);
+          drop(ctx, c->all->off);
           lease_drop(L, c->all);
         }
         lease_class_free(L, c);

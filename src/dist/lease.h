@@ -9,7 +9,6 @@
 #include <stdint.h>
 #include "manymalloc/myrmics.h"
 #include "msg.h"
-#include "ranges.h"
 #include "trie.h"
 
 struct mmd_lclass;
@@ -97,9 +96,9 @@ int mmd_lease_add(mmd_leases_t *L, rid_t rid, uint64_t slot, const uint64_t *pai
 /* Records that (rid, slot) is not leased here: its region is another
  * scheduler's. 0 or SYS_ERR_NOMEM. */
 int mmd_lease_mark_elsewhere(mmd_leases_t *L, rid_t rid, uint64_t slot);
-/* Drops every slab of a region the scheduler revoked, appending each to
- * dropped so that its pages can go. */
-void mmd_lease_revoke(mmd_leases_t *L, rid_t rid, mmd_ranges_t *dropped);
+/* Drops every slab of a region the scheduler revoked; drop(ctx, off) is
+ * called for each so that its pages go back. */
+void mmd_lease_revoke(mmd_leases_t *L, rid_t rid, void (*drop)(void *ctx, uint64_t off), void *ctx);
 /* Applies slots freed through the scheduler: the count freed twice. */
 int mmd_lease_remote(mmd_leases_t *L, uint64_t off, uint64_t bits);
 /* Gives every slab up (reported with the next request): the worker ends. */

@@ -108,6 +108,10 @@ int mmd_resident_check(mmd_worker_t *w) {
   return 0;
 }
 
+void mmd_resident_defer(mmd_worker_t *w, mmd_ranges_t *l, uint64_t off, uint64_t len) {
+  if (mmd_ranges_add(l, off, len) != 0) mmd_space_discard(w->base, off, len);   /* no room: now */
+}
+
 void mmd_resident_discard_runs(mmd_worker_t *w, mmd_ranges_t *l) {
   mmd_ranges_normalize(l);   /* one madvise a run */
   for (size_t i = 0; i < l->n; i++) mmd_space_discard(w->base, l->r[i].off, l->r[i].len);
@@ -115,9 +119,7 @@ void mmd_resident_discard_runs(mmd_worker_t *w, mmd_ranges_t *l) {
 
 void mmd_resident_discard(mmd_worker_t *w, const uint64_t *pairs, size_t npairs) {
   mmd_ranges_t l = {0};
-  for (size_t i = 0; i < npairs; i++)
-    if (mmd_ranges_add(&l, pairs[2 * i], pairs[2 * i + 1]) != 0)
-      mmd_space_discard(w->base, pairs[2 * i], pairs[2 * i + 1]);
+  for (size_t i = 0; i < npairs; i++) mmd_resident_defer(w, &l, pairs[2 * i], pairs[2 * i + 1]);
   mmd_resident_discard_runs(w, &l);
   mmd_ranges_free(&l);
 }

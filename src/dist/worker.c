@@ -25,12 +25,24 @@ void mmd_worker_destroy(mmd_worker_t *w) {
   mmd_buf_free(&w->rep);
 }
 
+/* The slabs of revoked leases, gathered to go back as merged runs. */
+typedef struct worker_dropped {
+  mmd_worker_t *w;
+  mmd_ranges_t runs;
+} worker_dropped_t;
+
+static void worker_drop_slab(void *ctx, uint64_t off) {
+  worker_dropped_t *d = ctx;
+  mmd_resident_defer(d->w, &d->runs, off, MMD_SLAB_SIZE);
+}
+
 static void worker_apply_reply(mmd_worker_t *w) {
   const mmd_rep_view_t *v = &w->reply;
-  mmd_ranges_t dropped = {0};
-  for (uint32_t i = 0; i < v->hdr->nrevokes; i++) mmd_lease_revoke(&w->leases, v->revokes[i], &dropped);
-  mmd_resident_discard_runs(w, &dropped);
-  mmd_ranges_free(&dropped);
+  worker_dropped_t dropped = {.w = w};
+  for (uint32_t i = 0; i < v->hdr->nrevokes; i++)
+    mmd_lease_revoke(&w->leases, v->revokes[i], worker_drop_slab, &dropped);
+  mmd_resident_discard_runs(w, &dropped.runs);
+  mmd_ranges_free(&dropped.runs);
   for (uint32_t i = 0; i < v->hdr->nremote; i++) {
     int twice = mmd_lease_remote(&w->leases, v->remote[i].off, v->remote[i].bits);
     if (twice > 0)

@@ -64,7 +64,10 @@ void mmd_resident_touch(mmd_worker_t *w, rid_t rid);
 int mmd_resident_check(mmd_worker_t *w);
 /* Discards the given ranges (from a region this worker freed) now. */
 void mmd_resident_discard(mmd_worker_t *w, const uint64_t *pairs, size_t npairs);
-/* The same for a list of ranges, which it sorts and merges first. */
+/* Appends [off, off + len) to l for mmd_resident_discard_runs, or discards
+ * it now when l cannot grow. */
+void mmd_resident_defer(mmd_worker_t *w, mmd_ranges_t *l, uint64_t off, uint64_t len);
+/* Discards a list of ranges, which it sorts and merges first. */
 void mmd_resident_discard_runs(mmd_worker_t *w, mmd_ranges_t *l);
 
 #endif

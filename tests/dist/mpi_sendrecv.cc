@@ -59,11 +59,14 @@ ListNode *append_node(ListNode **tail_link, uint64_t index, rid_t r, uint64_t wr
   return n;
 }
 
-// A list of n nodes written by worker 0 in region r: its head, or NULL.
-ListNode *build_list(rid_t r, uint64_t n) {
+// A list of n nodes written by worker 0 in a new region *r: its head, or
+// NULL.
+ListNode *list_in_new_region(rid_t *r, uint64_t n) {
+  *r = sys_ralloc(0, 0);
+  if (*r <= 0) return nullptr;
   ListNode *head = nullptr, **link = &head;
   for (uint64_t i = 0; i < n; i++) {
-    ListNode *node = append_node(link, i, r, 0);
+    ListNode *node = append_node(link, i, *r, 0);
     if (!node) return nullptr;
     link = &node->next;
   }
@@ -93,9 +96,8 @@ testing::AssertionResult list_ok(ListNode *head, uint64_t expect_count, uint64_t
 TEST(SendRecv, LinkedListGoesThereAndBackAndIsTraversedInPlace) {
   constexpr uint64_t kNodes = 1000, kAppended = 10;
   if (me() == 0) {
-    rid_t r = sys_ralloc(0, 0);
-    ASSERT_GT(r, 0);
-    ListNode *head = build_list(r, kNodes);
+    rid_t r = 0;
+    ListNode *head = list_in_new_region(&r, kNodes);
     ASSERT_NE(head, nullptr) << sys_strerror(sys_last_error());
     void *obj = head;
     ASSERT_EQ(sys_send(1, &r, 1, &obj, 1), SYS_OK);
@@ -140,9 +142,8 @@ TEST(SendRecv, LinkedListGoesThereAndBackAndIsTraversedInPlace) {
 TEST(SendRecv, ForgottenCopyReadsZerosAndArrivesAgainWhole) {
   constexpr uint64_t kNodes = 2000;
   if (me() == 0) {
-    rid_t r = sys_ralloc(0, 0);
-    ASSERT_GT(r, 0);
-    ListNode *head = build_list(r, kNodes);
+    rid_t r = 0;
+    ListNode *head = list_in_new_region(&r, kNodes);
     ASSERT_NE(head, nullptr) << sys_strerror(sys_last_error());
     void *obj = head;
     for (int round = 0; round < 2; round++) ASSERT_EQ(sys_send(1, &r, 1, &obj, 1), SYS_OK) << round;
