@@ -1,7 +1,7 @@
 # SPDX-License-Identifier: Apache-2.0
 # tree_config_check.cmake: starts tree_init_app (APP) under mpiexec (MPIEXEC)
 # with good and bad MANYMALLOC_SCHEDULERS / MANYMALLOC_WORKERS_PER_SCHEDULER
-# and checks each run: a good one serves every worker on the leaf it
+# (and MANYMALLOC_DIST_IDLE, how an idle scheduler waits) and checks each run: a good one serves every worker on the leaf it
 # expects; a bad one fails in sys_init (SYS_ERR_ARG where the value is bad),
 # runs no worker, and prints one line naming the variable. Run with cmake -P.
 
@@ -9,7 +9,8 @@
 # status and that the output matches pattern; leaves it in tree_out.
 function(tree_run expect_ok np pattern)
   execute_process(COMMAND ${CMAKE_COMMAND} -E env --unset=MANYMALLOC_SCHEDULERS
-                          --unset=MANYMALLOC_WORKERS_PER_SCHEDULER --unset=MANYMALLOC_DIST_QUIET ${ARGN}
+                          --unset=MANYMALLOC_WORKERS_PER_SCHEDULER --unset=MANYMALLOC_DIST_QUIET
+                          --unset=MANYMALLOC_DIST_IDLE ${ARGN}
                           ${MPIEXEC} --oversubscribe --bind-to none -np ${np} ${APP}
                   RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err TIMEOUT 60)
   set(all "${out}${err}")
@@ -72,6 +73,11 @@ tree_run(TRUE 11 "worker 3 of 4" MANYMALLOC_SCHEDULERS=1,2,4)
 tree_expect_leaves(11 4 7 3 "0:3;1:4;2:5;3:6")
 tree_run(TRUE 4 "worker 1 of 2" MANYMALLOC_SCHEDULERS=1,1)
 tree_expect_leaves(4 2 2 2 "0:1;1:1")
+# Schedulers that nap when idle, or always spin, serve the same.
+tree_run(TRUE 7 "worker 3 of 4" MANYMALLOC_SCHEDULERS=1,2 MANYMALLOC_DIST_IDLE=nap)
+tree_expect_leaves(7 4 3 2 "0:1;1:1;2:2;3:2")
+tree_run(TRUE 4 "worker 2 of 3" MANYMALLOC_DIST_IDLE=spin)
+tree_expect_leaves(4 3 1 1 "0:0;1:0;2:0")
 
 # ---- bad ----------------------------------------------------------------------
 tree_refused(7 ${ARG} "MANYMALLOC_SCHEDULERS=2,4" MANYMALLOC_SCHEDULERS=2,4)
@@ -83,6 +89,7 @@ tree_refused(8 ${ARG} "MANYMALLOC_WORKERS_PER_SCHEDULER=2.*7 MPI ranks.*8 were s
              MANYMALLOC_SCHEDULERS=1,2 MANYMALLOC_WORKERS_PER_SCHEDULER=2)
 tree_refused(6 ${ARG} "MANYMALLOC_WORKERS_PER_SCHEDULER" MANYMALLOC_SCHEDULERS=1,2 MANYMALLOC_WORKERS_PER_SCHEDULER=2)
 tree_refused(7 ${ARG} "MANYMALLOC_WORKERS_PER_SCHEDULER=0" MANYMALLOC_SCHEDULERS=1,2 MANYMALLOC_WORKERS_PER_SCHEDULER=0)
+tree_refused(4 ${ARG} "MANYMALLOC_DIST_IDLE=fast" MANYMALLOC_DIST_IDLE=fast)
 # Too few ranks for the tree (3 schedulers and a worker a leaf need 5): refused
 # with some code, saying how many are needed.
 tree_run(FALSE 4 "sys_init returned -[0-9]+ " MANYMALLOC_SCHEDULERS=1,2)
