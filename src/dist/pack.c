@@ -1,10 +1,12 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* pack.c: region packing (the paper's Sect. 4.3). A region, with all its
  * sub-regions, becomes a list of (offset, length) runs of the slabs it has in
- * use, adjacent slabs coalesced on the fly; free slabs are not sent. */
+ * use, adjacent slabs coalesced on the fly; free slabs are not sent. A pool
+ * keeps its last pack until its slabs change (its shape, slab.c), so that a
+ * region sent again unchanged costs its runs, not a walk of every slab. */
 #include "region.h"
 
-static int pack_pool(const mmd_pool_t *p, mmd_ranges_t *out) {
+static int pack_pool_walk(const mmd_pool_t *p, mmd_ranges_t *out) {
   uint64_t key, cell;
   for (bool ok = mmd_trie_first(&p->used, &key, &cell); ok; ok = mmd_trie_next(&p->used, &key, &cell)) {
     const mmd_slab_t *s = mmd_cell(p->meta, (mmd_cell_t)cell);
@@ -15,8 +17,23 @@ static int pack_pool(const mmd_pool_t *p, mmd_ranges_t *out) {
   return 0;
 }
 
-int mmd_pack_region(const mmd_region_t *g, int with_subregions, mmd_ranges_t *out) {
-  for (const mmd_region_t *r = g; r; r = with_subregions ? mmd_region_walk_next(r, g) : NULL) {
+static int pack_pool(mmd_pool_t *p, mmd_ranges_t *out) {
+  if (p->packed_shape != p->shape + 1) {
+    p->packed.n = 0;
+    p->packed_shape = 0;
+    int rc = pack_pool_walk(p, &p->packed);
+    if (rc != 0) return rc;
+    p->packed_shape = p->shape + 1;
+  }
+  for (size_t i = 0; i < p->packed.n; i++) {
+    int rc = mmd_ranges_add(out, p->packed.r[i].off, p->packed.r[i].len);
+    if (rc != 0) return rc;
+  }
+  return 0;
+}
+
+int mmd_pack_region(mmd_region_t *g, int with_subregions, mmd_ranges_t *out) {
+  for (mmd_region_t *r = g; r; r = with_subregions ? (mmd_region_t *)mmd_region_walk_next(r, g) : NULL) {
     int rc = pack_pool(&r->pool, out);
     if (rc != 0) return rc;
   }

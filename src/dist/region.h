@@ -125,7 +125,7 @@ void mmd_region_counts(const mmd_region_t *g, int with_subregions, mmd_pool_coun
 /* ---- pack.c ---- */
 /* Appends the (offset, length) runs of every slab in use in g (and, with
  * with_subregions, in all its sub-regions), adjacent slabs coalesced. */
-int mmd_pack_region(const mmd_region_t *g, int with_subregions, mmd_ranges_t *out);
+int mmd_pack_region(mmd_region_t *g, int with_subregions, mmd_ranges_t *out);
 /* Appends the parts of [off, off + len) that regions hold, keeping only
  * those of regions for which keep(ctx, region) is true. */
 typedef bool mmd_region_pred_fn(void *ctx, const mmd_region_t *g);

@@ -173,7 +173,7 @@ static void on_kid_stats(mmd_sched_t *s, mmd_job_t *job, const mmd_rep_view_t *r
   mmd_job_settle(s, job);
 }
 
-static sys_region_stats_t stats_local(const mmd_sched_t *s, const mmd_region_t *g, int with_sub) {
+static sys_region_stats_t stats_local(const mmd_sched_t *s, mmd_region_t *g, int with_sub) {
   mmd_pool_counts_t c;
   uint64_t sub;
   mmd_region_counts(g, with_sub, &c, &sub);

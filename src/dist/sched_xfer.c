@@ -118,7 +118,7 @@ static void pack_rid(mmd_sched_t *s, mmd_job_t *job, split_t *sp, const mmd_even
     split_add(split_for(s, sp, route), true, (uint64_t)rid, (uint32_t)i);
     return;
   }
-  const mmd_region_t *g = mmd_region_get(&s->R, rid);
+  mmd_region_t *g = mmd_region_get(&s->R, rid);
   if (mmd_pack_region(g, 1, &job->runs) != 0) return pack_fail(job, (int64_t)i, SYS_ERR_NOMEM);
   for (const mmd_region_t *r = g; r; r = mmd_region_walk_next(r, g))
     for (uint32_t k = 0; k < r->nkids; k++) split_add(&sp[r->kids[k].child], true, (uint64_t)r->kids[k].rid, (uint32_t)i);

@@ -77,6 +77,7 @@ static void slab_leave(mmd_pool_t *p, mmd_slab_t *s, int state) {
 static void slab_release(mmd_pool_t *p, mmd_cell_t cell, mmd_slab_t *s) {
   uint64_t key = s->key, n = s->nslabs;
   mmd_trie_remove(&p->used, key);
+  p->shape++;
   mmd_meta_free(p->meta, cell);
   mmd_pool_add_free(p, key, n);
 }
@@ -112,8 +113,10 @@ static void slab_count_live(mmd_pool_t *p, const mmd_slab_t *s, int64_t objects)
 
 static void slab_set_live(mmd_pool_t *p, mmd_slab_t *s, uint64_t live) {
   int nlive = __builtin_popcountll(live);
-  if (s->lease != MMD_NO_WORKER && (nlive == 0) != (s->nlive == 0))
-    p->n.slabs_leased_live += nlive ? s->nslabs : -(uint64_t)s->nslabs;
+  if ((nlive == 0) != (s->nlive == 0)) {
+    p->shape++;
+    if (s->lease != MMD_NO_WORKER) p->n.slabs_leased_live += nlive ? s->nslabs : -(uint64_t)s->nslabs;
+  }
   slab_count_live(p, s, nlive - (int)s->nlive);
   s->live = live;
   s->nlive = (uint16_t)nlive;
@@ -153,7 +156,7 @@ static int slab_new(mmd_pool_t *p, uint64_t slot, mmd_cell_t *out) {
 static uint64_t slab_take_slot(mmd_pool_t *p, mmd_cell_t cell, mmd_slab_t *s, int before) {
   unsigned bit = (unsigned)__builtin_ctzll(~s->live & slab_mask(s));
   s->live |= 1ull << bit;
-  s->nlive++;
+  if (s->nlive++ == 0) p->shape++;
   slab_count_live(p, s, 1);
   slab_settle(p, cell, s, before);
   return (s->key << MMD_SLAB_SHIFT) + (uint64_t)bit * s->slot;
@@ -312,5 +315,7 @@ void mmd_pool_destroy(mmd_pool_t *p, mmd_pool_give_fn *give, void *ctx) {
   mmd_trie_clear(&p->used);
   mmd_trie_clear(&p->partial);
   mmd_trie_clear(&p->free);
+  mmd_ranges_free(&p->packed);
   p->n = (mmd_pool_counts_t){0};
+  p->packed_shape = 0;
 }

@@ -10,6 +10,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 #include "meta.h"
+#include "ranges.h"
 #include "trie.h"
 
 #define MMD_SLAB_SHIFT 12
@@ -49,6 +50,9 @@ typedef struct mmd_pool {
   mmd_trie_t partial;   /* Partial Trie: slot / 64 -> first slab of its partial list */
   mmd_trie_t free;      /* Free Trie: first slab key -> run length, empty slabs kept */
   mmd_pool_counts_t n;
+  uint64_t shape;         /* bumped whenever the slabs a pack sends change (pack.c) */
+  uint64_t packed_shape;  /* shape + 1 when packed is the pack of this shape, else 0 */
+  mmd_ranges_t packed;    /* the slab runs with a live slot, sorted and merged */
 } mmd_pool_t;
 
 /* key_bits: width of slab keys in this space. */

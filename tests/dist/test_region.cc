@@ -877,6 +877,75 @@ TEST(Pack, CoalescesAdjacentSlabs) {
   mmd_ranges_free(&out);
 }
 
+// A pool keeps its last pack until its slabs change: after every kind of
+// change (an object allocated or freed, a slab leased, reported, emptied,
+// given back), packing again gives exactly the slabs in use then, for a
+// region alone and with the sub-region that changed under it.
+TEST(Pack, RepackFollowsEveryChange) {
+  Regions F(64 * MiB);
+  rid_t a = F.create(), a1 = F.create(a);
+  rid_t rs[] = {a, a1};
+  std::map<uint64_t, std::pair<uint64_t, rid_t>> objects;  // off -> (slot, rid), slabs not leased
+  struct Leased { mmd_cell_t cell; uint64_t key, bits; rid_t rid; };
+  std::vector<Leased> leased;
+  auto expect = [&](std::set<rid_t> rids) {
+    std::set<uint64_t> slabs;
+    for (auto &[off, e] : objects)
+      if (rids.count(e.second))
+        for (uint64_t k = off >> MMD_SLAB_SHIFT; k <= (off + e.first - 1) >> MMD_SLAB_SHIFT; k++) slabs.insert(k);
+    for (auto &l : leased)
+      if (rids.count(l.rid) && l.bits) slabs.insert(l.key);
+    return slabs_to_ranges(slabs);
+  };
+  auto packed = [&](rid_t r, int with_sub) {
+    mmd_ranges_t out{};
+    EXPECT_EQ(mmd_pack_region(F.get(r), with_sub, &out), 0);
+    mmd_ranges_normalize(&out);
+    ByteRanges v = to_vec(out);
+    mmd_ranges_free(&out);
+    return v;
+  };
+  std::mt19937_64 rng(11);
+  const uint64_t sizes[] = {64, 256, 4096, 12288};
+  for (int step = 0; step < 3000; step++) {
+    rid_t r = rs[rng() % 2];
+    unsigned op = rng() % 10;
+    if (op < 4 || objects.empty()) {
+      uint64_t size = sizes[rng() % 4];
+      objects[F.alloc(r, size)] = {mmd_slot_of(size), r};
+    } else if (op < 7) {
+      auto it = std::next(objects.begin(), (long)(rng() % objects.size()));
+      ASSERT_EQ(F.free(it->first), 0);
+      objects.erase(it);
+    } else if (op == 7) {
+      mmd_cell_t cell;
+      ASSERT_EQ(mmd_region_lease(&F.R, F.get(r), 64, 3, 1, &cell), 1);
+      leased.push_back({cell, static_cast<mmd_slab_t *>(mmd_cell(&F.R.meta, cell))->key, 0, r});
+      for (uint64_t off = leased.back().key << MMD_SLAB_SHIFT; off < (leased.back().key + 1) << MMD_SLAB_SHIFT; off += 64)
+        objects.erase(off);  // a partial slab leased: its slots are the lease's now
+      leased.back().bits = static_cast<mmd_slab_t *>(mmd_cell(&F.R.meta, cell))->live;
+    } else if (!leased.empty()) {
+      size_t i = rng() % leased.size();
+      Leased l = leased[i];
+      uint64_t bits = rng() % 3 == 0 ? 0 : rng();
+      if (op == 8) {
+        mmd_pool_sync(&F.get(l.rid)->pool, l.cell, bits);
+        leased[i].bits = bits;
+      } else {
+        ASSERT_EQ(mmd_region_unlease(&F.R, F.get(l.rid), l.cell, bits), 0);
+        for (int b = 0; b < 64; b++)
+          if (bits >> b & 1) objects[(l.key << MMD_SLAB_SHIFT) + 64 * b] = {64, l.rid};
+        leased.erase(leased.begin() + (long)i);
+      }
+    }
+    if (step % 7 == 0 || op >= 7) {
+      ASSERT_EQ(packed(a1, 0), expect({a1})) << "step " << step;
+      ASSERT_EQ(packed(a, 0), expect({a})) << "step " << step;
+      ASSERT_EQ(packed(a, 1), expect({a, a1})) << "step " << step;
+    }
+  }
+}
+
 bool keep_every_region(void *, const mmd_region_t *) { return true; }
 bool keep_one_region(void *ctx, const mmd_region_t *g) { return g == ctx; }
 
