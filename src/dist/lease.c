@@ -6,7 +6,7 @@
 #include "lease.h"
 #include "slab.h"
 
-#define MMD_LEASE_GRANT_MAX 16
+#define MMD_LEASE_GRANT_MAX 64
 
 void mmd_leases_init(mmd_leases_t *L, uintptr_t base, unsigned key_bits) {
   *L = (mmd_leases_t){.base = base, .trim_above = MMD_LEASE_CAP};
