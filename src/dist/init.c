@@ -86,6 +86,15 @@ static int dist_idle(bool talk) {
   return 0;
 }
 
+/* Before MPI starts: whether waiting ranks should give their cores up,
+ * which MANYMALLOC_DIST_IDLE decides as for the schedulers' naps, "auto"
+ * by Open MPI's count of the ranks on this host (decision 0011). */
+static bool dist_crowded_before_init(void) {
+  const char *v = getenv("MANYMALLOC_DIST_IDLE"), *local = getenv("OMPI_COMM_WORLD_LOCAL_SIZE");
+  if (v && *v && strcmp(v, "auto") != 0) return strcmp(v, "nap") == 0;
+  return local && atol(local) > sysconf(_SC_NPROCESSORS_ONLN);
+}
+
 static int dist_options(void) {
   const char *space = getenv("MANYMALLOC_DIST_SPACE");
   bool quiet = env_flag("MANYMALLOC_DIST_QUIET", false), talk = mmd_tp_rank() == 0 && !quiet;
@@ -135,7 +144,7 @@ static int dist_start_worker(void) {
 
 int sys_init(int *argc, char ***argv) {
   if (dist.inited) return dist.is_sched ? 1 : 0;
-  if (mmd_tp_init(argc, argv) != 0) return SYS_ERR_MPI;
+  if (mmd_tp_init(argc, argv, dist_crowded_before_init()) != 0) return SYS_ERR_MPI;
   dist.inited = true;
   int rc = dist_options();
   if (rc != 0) return mmd_set_error(rc);

@@ -4,6 +4,7 @@
  * one MPI_Send/MPI_Recv of an hindexed datatype over MPI_BOTTOM, the same
  * on both sides because the addresses are the same: no staging buffer. */
 #include <stdlib.h>
+#include <sys/prctl.h>
 #include <string.h>
 #include <time.h>
 #include "transport.h"
@@ -26,14 +27,16 @@ static struct {
   MPI_Comm user;     /* sys_worker_comm(), workers only */
   tp_outbox_t out;
   bool naps;         /* an idle scheduler sleeps between polls */
+  bool slack_set;    /* its naps end on time (PR_SET_TIMERSLACK) */
 } tp = {.sched = MPI_COMM_NULL, .peers = MPI_COMM_NULL, .user = MPI_COMM_NULL};
 
 #define TP_CHECK(call) do { if ((call) != MPI_SUCCESS) return SYS_ERR_MPI; } while (0)
 
-int mmd_tp_init(int *argc, char ***argv) {
+int mmd_tp_init(int *argc, char ***argv, bool yield_when_idle) {
   int inited = 0;
   MPI_Initialized(&inited);
   if (!inited) {
+    if (yield_when_idle) setenv("OMPI_MCA_mpi_yield_when_idle", "1", 0);
     TP_CHECK(MPI_Init(argc, argv));
     tp.started = true;
   }
@@ -117,6 +120,7 @@ void mmd_tp_idle_naps(bool on) { tp.naps = on; }
 
 #define TP_SPIN_NS 50000   /* polls in vain before an idle scheduler naps */
 #define TP_NAP_NS  20000
+#define TP_SLACK_NS 1000   /* a nap's lateness; the kernel's default, 50 us, would triple it */
 
 static uint64_t tp_now_ns(void) {
   struct timespec t;
@@ -128,6 +132,10 @@ static uint64_t tp_now_ns(void) {
  * TP_SPIN_NS, with a nap between polls (decision 0010). */
 static int tp_probe_napping(MPI_Comm comm, MPI_Status *st) {
   uint64_t idle_since = 0;
+  if (!tp.slack_set) {
+    prctl(PR_SET_TIMERSLACK, TP_SLACK_NS, 0, 0, 0);   /* best effort: a refusal only makes naps longer */
+    tp.slack_set = true;
+  }
   for (;;) {
     int found = 0;
     TP_CHECK(MPI_Iprobe(MPI_ANY_SOURCE, MPI_ANY_TAG, comm, &found, st));

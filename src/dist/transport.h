@@ -12,7 +12,10 @@
 #include "msg.h"
 #include "ranges.h"
 
-int mmd_tp_init(int *argc, char ***argv);   /* 0 or SYS_ERR_MPI */
+/* 0 or SYS_ERR_MPI. yield_when_idle: where MPI is started here, a rank
+ * waiting in it gives its core up between polls (a value the environment
+ * already gives Open MPI wins). */
+int mmd_tp_init(int *argc, char ***argv, bool yield_when_idle);
 int mmd_tp_finalize(void);
 int mmd_tp_rank(void);
 int mmd_tp_size(void);
