@@ -250,43 +250,38 @@ static int tp_ranges_type(uintptr_t base, const mmd_ranges_t *l, MPI_Datatype *t
   return rc;
 }
 
-int mmd_tp_send_ranges(int peer_worker, uintptr_t base, const mmd_ranges_t *l) {
+static int tp_move_ranges(bool send, int peer, uintptr_t base, const mmd_ranges_t *l) {
   if (l->n == 0) return 0;
   MPI_Datatype type;
   int rc = tp_ranges_type(base, l, &type);
   if (rc != 0) return rc;
-  int mpi = MPI_Send(MPI_BOTTOM, 1, type, peer_worker, TAG_DATA, tp.peers);
+  int mpi = send ? MPI_Send(MPI_BOTTOM, 1, type, peer, TAG_DATA, tp.peers)
+                 : MPI_Recv(MPI_BOTTOM, 1, type, peer, TAG_DATA, tp.peers, MPI_STATUS_IGNORE);
   MPI_Type_free(&type);
   return mpi == MPI_SUCCESS ? 0 : SYS_ERR_MPI;
 }
 
 /* Both directions at once: out's ranges to the peer while its ranges arrive
- * in in's (either list may be NULL: that way moves nothing). The two lists
- * must not overlap (MPI_Sendrecv's rule). Both requests are posted before
- * prepare runs, so that the first data moves meanwhile. */
-int mmd_tp_exchange_ranges(int peer_worker, uintptr_t base, const mmd_ranges_t *out, const mmd_ranges_t *in,
-                           mmd_tp_prepare_fn *prepare, void *ctx) {
-  MPI_Datatype types[2] = {MPI_DATATYPE_NULL, MPI_DATATYPE_NULL};
-  MPI_Request req[2] = {MPI_REQUEST_NULL, MPI_REQUEST_NULL};
-  const mmd_ranges_t *lists[2] = {in, out};
+ * in in's. The two lists must not overlap (MPI_Sendrecv's rule). */
+int mmd_tp_exchange_ranges(int peer_worker, uintptr_t base, const mmd_ranges_t *out, const mmd_ranges_t *in) {
+  MPI_Datatype types[2] = {MPI_BYTE, MPI_BYTE};
+  const mmd_ranges_t *lists[2] = {out, in};
   int rc = 0;
-  for (int i = 0; i < 2 && rc == 0; i++) {
-    if (lists[i] == NULL || lists[i]->n == 0) continue;
-    rc = tp_ranges_type(base, lists[i], &types[i]);
-    if (rc == 0 && (i == 0 ? MPI_Irecv(MPI_BOTTOM, 1, types[i], peer_worker, TAG_DATA, tp.peers, &req[i])
-                           : MPI_Isend(MPI_BOTTOM, 1, types[i], peer_worker, TAG_DATA, tp.peers, &req[i])) != MPI_SUCCESS)
-      rc = SYS_ERR_MPI;
-  }
-  if (rc == 0 && prepare) prepare(ctx);
-  for (int i = 0; rc != 0 && i < 2; i++)   /* a half posted exchange must not wait for its peer */
-    if (req[i] != MPI_REQUEST_NULL) MPI_Cancel(&req[i]);
-  if (MPI_Waitall(2, req, MPI_STATUSES_IGNORE) != MPI_SUCCESS) rc = SYS_ERR_MPI;
+  for (int i = 0; i < 2 && rc == 0; i++)
+    if (lists[i]->n) rc = tp_ranges_type(base, lists[i], &types[i]);
+  if (rc == 0 && MPI_Sendrecv(MPI_BOTTOM, out->n ? 1 : 0, types[0], peer_worker, TAG_DATA, MPI_BOTTOM,
+                              in->n ? 1 : 0, types[1], peer_worker, TAG_DATA, tp.peers,
+                              MPI_STATUS_IGNORE) != MPI_SUCCESS)
+    rc = SYS_ERR_MPI;
   for (int i = 0; i < 2; i++)
-    if (types[i] != MPI_DATATYPE_NULL) MPI_Type_free(&types[i]);
+    if (types[i] != MPI_BYTE) MPI_Type_free(&types[i]);
   return rc;
 }
 
-int mmd_tp_recv_ranges(int peer_worker, uintptr_t base, const mmd_ranges_t *l, mmd_tp_prepare_fn *prepare,
-                       void *ctx) {
-  return mmd_tp_exchange_ranges(peer_worker, base, NULL, l, prepare, ctx);
+int mmd_tp_send_ranges(int peer_worker, uintptr_t base, const mmd_ranges_t *l) {
+  return tp_move_ranges(true, peer_worker, base, l);
+}
+
+int mmd_tp_recv_ranges(int peer_worker, uintptr_t base, const mmd_ranges_t *l) {
+  return tp_move_ranges(false, peer_worker, base, l);
 }

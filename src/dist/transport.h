@@ -51,17 +51,11 @@ int mmd_tp_link_drain(void);
 int mmd_tp_send_msg(int peer_worker, const mmd_buf_t *b);
 int mmd_tp_recv_msg(int peer_worker, mmd_buf_t *b);
 int mmd_tp_send_ranges(int peer_worker, uintptr_t base, const mmd_ranges_t *l);
-/* A receive posted, then prepare(ctx) (NULL: none) readies the pages while
- * the sender starts moving them, then the wait. */
-typedef void mmd_tp_prepare_fn(void *ctx);
-int mmd_tp_recv_ranges(int peer_worker, uintptr_t base, const mmd_ranges_t *l, mmd_tp_prepare_fn *prepare,
-                       void *ctx);
+int mmd_tp_recv_ranges(int peer_worker, uintptr_t base, const mmd_ranges_t *l);
 /* Both ways at once, as MPI_Sendrecv: a message each, then the ranges (the
- * outgoing and incoming lists must not overlap; NULL moves nothing that
- * way), prepare as above. */
+ * outgoing and incoming lists must not overlap). */
 int mmd_tp_exchange_msg(int peer_worker, const mmd_buf_t *out, mmd_buf_t *in);
-int mmd_tp_exchange_ranges(int peer_worker, uintptr_t base, const mmd_ranges_t *out, const mmd_ranges_t *in,
-                           mmd_tp_prepare_fn *prepare, void *ctx);
+int mmd_tp_exchange_ranges(int peer_worker, uintptr_t base, const mmd_ranges_t *out, const mmd_ranges_t *in);
 
 /* The largest range one datatype block can carry. */
 #define MMD_TP_MAX_BLOCK (1ull << 30)

@@ -127,17 +127,9 @@ static mmd_ranges_t xfer_incoming_runs(const mmd_xfer_hdr_t *h) {
   return (mmd_ranges_t){.r = (mmd_range_t *)r, .n = h->nranges, .cap = h->nranges};
 }
 
-/* The pages an incoming transfer writes. */
-typedef struct xfer_landing {
-  uintptr_t base;
-  const mmd_ranges_t *runs;
-} xfer_landing_t;
-
-/* Makes the pages ready for the data (decision 0008), while the sender
- * starts moving it (decision 0013). */
-static void xfer_prefault(void *ctx) {
-  const xfer_landing_t *at = ctx;
-  for (size_t i = 0; i < at->runs->n; i++) mmd_space_prefault(at->base, at->runs->r[i].off, at->runs->r[i].len);
+/* Makes the pages ready for the data (decision 0008). */
+static void xfer_prefault(mmd_worker_t *w, const mmd_ranges_t *l) {
+  for (size_t i = 0; i < l->n; i++) mmd_space_prefault(w->base, l->r[i].off, l->r[i].len);
 }
 
 /* Records what arrived as resident, with the regions it came from. */
@@ -173,7 +165,8 @@ int sys_recv(int peer_worker, rid_t *regions, int num_regions, void **objects, i
   if (rc == 0) rc = xfer_incoming_ok(&b);
   if (rc == 0) {
     mmd_ranges_t l = xfer_incoming_runs(h);
-    rc = mmd_tp_recv_ranges(peer_worker, w->base, &l, xfer_prefault, &(xfer_landing_t){w->base, &l});
+    xfer_prefault(w, &l);
+    rc = mmd_tp_recv_ranges(peer_worker, w->base, &l);
     if (rc == 0) xfer_arrived(w, h, &l);
   }
   int filled = xfer_fill(w, rc == 0 ? h : NULL, regions, num_regions, objects, num_objects);
@@ -208,8 +201,8 @@ int sys_sendrecv(int peer_worker, rid_t *send_regions, int num_send_regions, voi
     /* Sharing bytes, the two ways could not both see the other's old
      * contents; both sides find it and refuse, as MPI_Sendrecv would. */
     shared = mmd_ranges_overlap(&runs, &l);
-    rc = shared ? SYS_ERR_ARG
-                : mmd_tp_exchange_ranges(peer_worker, w->base, &runs, &l, xfer_prefault, &(xfer_landing_t){w->base, &l});
+    if (!shared) xfer_prefault(w, &l);
+    rc = shared ? SYS_ERR_ARG : mmd_tp_exchange_ranges(peer_worker, w->base, &runs, &l);
     if (rc == 0) xfer_arrived(w, h, &l);
   }
   int filled = xfer_fill(w, rc == 0 && mine == 0 ? h : NULL, recv_regions, num_recv_regions, recv_objects,
