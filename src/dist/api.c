@@ -5,7 +5,6 @@
 #include <string.h>
 #include "errors.h"
 #include "slab.h"
-#include "space.h"
 #include "worker.h"
 
 static mmd_worker_t *api_worker(const char *call) {
@@ -66,20 +65,6 @@ static bool api_elsewhere(const mmd_worker_t *w, rid_t region, uint64_t slot) {
   return c && c->elsewhere;
 }
 
-#define API_PREFAULT_GRANT 16   /* slabs in a grant from which it is populated at once */
-
-/* A large grant comes after the smaller ones were filled, and will be
- * written soon: its pages are populated in one call a run instead of
- * faulted one at a time (decision 0013). */
-static void api_lease_prefault(const mmd_worker_t *w, const uint64_t *pairs, int64_t n) {
-  if (n < API_PREFAULT_GRANT) return;
-  for (int64_t i = 0; i < n;) {
-    uint64_t off = pairs[2 * i], len = MMD_SLAB_SIZE;
-    while (++i < n && pairs[2 * i] == off + len) len += MMD_SLAB_SIZE;
-    mmd_space_prefault(w->base, off, len);
-  }
-}
-
 /* Leases more slabs of (region, slot) for about want slots: 0, a code, or
  * API_ELSEWHERE. */
 static int api_lease_refill(mmd_worker_t *w, rid_t region, uint64_t slot, uint64_t want) {
@@ -96,7 +81,6 @@ static int api_lease_refill(mmd_worker_t *w, rid_t region, uint64_t slot, uint64
   const uint64_t *pairs = w->reply.items;
   mmd_resident_touch(w, region);
   for (int64_t i = 0; i < got; i++) mmd_resident_add(w, pairs[2 * i], MMD_SLAB_SIZE);
-  api_lease_prefault(w, pairs, got);
   return mmd_lease_add(&w->leases, region, slot, pairs, (size_t)got);
 }
 
