@@ -304,12 +304,19 @@ uint64_t mmd_pool_take_remote(mmd_pool_t *p, mmd_cell_t cell) {
  * ------------------------------------------------------------------------- */
 
 void mmd_pool_destroy(mmd_pool_t *p, mmd_pool_give_fn *give, void *ctx) {
-  uint64_t key, value;
+  uint64_t key, value, run_key = 0, run_n = 0;
+  int32_t run_lease = MMD_NO_WORKER;
   for (bool ok = mmd_trie_first(&p->used, &key, &value); ok; ok = mmd_trie_next(&p->used, &key, &value)) {
     mmd_slab_t *s = slab_at(p, (mmd_cell_t)value);
-    give(ctx, s->key, s->nslabs, s->lease);
+    if (run_n && (s->key != run_key + run_n || s->lease != run_lease)) {   /* adjacent slabs go as one run */
+      give(ctx, run_key, run_n, run_lease);
+      run_n = 0;
+    }
+    if (run_n == 0) run_key = s->key, run_lease = s->lease;
+    run_n += s->nslabs;
     mmd_meta_free(p->meta, (mmd_cell_t)value);
   }
+  if (run_n) give(ctx, run_key, run_n, run_lease);
   for (bool ok = mmd_trie_first(&p->free, &key, &value); ok; ok = mmd_trie_next(&p->free, &key, &value))
     give(ctx, key, value, MMD_NO_WORKER);
   mmd_trie_clear(&p->used);

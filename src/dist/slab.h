@@ -106,8 +106,9 @@ uint64_t mmd_pool_take_remote(mmd_pool_t *p, mmd_cell_t cell);
 
 /* Empties the pool: calls give(ctx, key, n, lease) for every run of slabs it
  * holds, in use, leased or free (lease: the worker holding it or
- * MMD_NO_WORKER), frees every descriptor and node. Cost: one step a slab
- * run, whatever the number of objects. */
+ * MMD_NO_WORKER), adjacent slabs with one holder as one run; frees every
+ * descriptor and node. Cost: a step a slab and a give a run, whatever the
+ * number of objects. */
 typedef void mmd_pool_give_fn(void *ctx, uint64_t key, uint64_t n, int32_t lease);
 void mmd_pool_destroy(mmd_pool_t *p, mmd_pool_give_fn *give, void *ctx);
 

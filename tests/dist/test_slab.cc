@@ -624,11 +624,12 @@ TEST(Slab, DestroyGivesEveryRunOnceAndEveryCell) {
 
   std::vector<Given> out;
   mmd_pool_destroy(&p, record_give, &out);
-  EXPECT_EQ(out.size(), runs);
+  EXPECT_LE(out.size(), runs) << "adjacent slabs of one holder come as one run";
   std::vector<SlabRun> spans;
   for (const Given &g : out) {
     spans.emplace_back(g.key, g.key + g.n);
-    EXPECT_EQ(g.lease, leased.count(g.key) ? 4 : MMD_NO_WORKER) << "run " << g.key;
+    for (uint64_t k = g.key; k < g.key + g.n; k++)
+      EXPECT_EQ(g.lease, leased.count(k) ? 4 : MMD_NO_WORKER) << "slab " << k << " of run " << g.key;
   }
   std::sort(spans.begin(), spans.end());
   uint64_t total = 0;
@@ -652,7 +653,9 @@ TEST(Slab, DestroyGivesEveryRunOnceAndEveryCell) {
 }
 
 // The cost of destruction: a million 64-B objects fill 15625 slabs; destroy
-// makes one give call a slab run (used slab or free run), not one an object.
+// makes one give call a run of adjacent slabs (here the used slabs, taken
+// together from the top of the free run, and what is left of it), not one
+// an object or a slab.
 TEST(Slab, DestroyCostIsPerRunNotPerObject) {
   mmd_meta_t meta;
   mmd_meta_init(&meta);
@@ -672,8 +675,8 @@ TEST(Slab, DestroyCostIsPerRunNotPerObject) {
   std::vector<Given> out;
   out.reserve(runs + 1);
   mmd_pool_destroy(&p, record_give, &out);
-  EXPECT_EQ(out.size(), runs);
-  EXPECT_LT(out.size(), nobj / 60);
+  EXPECT_LT(runs, nobj / 60);
+  EXPECT_EQ(out.size(), 2u);
   uint64_t total = 0;
   for (const Given &g : out) total += g.n;
   EXPECT_EQ(total, nslabs);
