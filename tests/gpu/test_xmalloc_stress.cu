@@ -281,6 +281,70 @@ TEST_P(XmcStress, WarpsFreeWholeSuperblocks) {
   EXPECT_EQ(doubles, st.invalid_frees) << "every double free is counted, no other free is";
 }
 
+// A compartment that starts a chunk shares its address with the Basicblock
+// the chunk is: freed alone, before or after the rest of its chunk, beside
+// Basicblocks handed out whole, or twice, it must be told apart. Warps ask
+// for one size each: even warps a small one (a coalesced chunk), odd warps
+// one above the coalescing limit (Basicblocks handed out whole). The blocks
+// of one round stay live through the next round's allocations.
+__global__ void k_alloc_first_compartments(void **ptrs, size_t *sizes, int n, uint32_t seed) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i >= n) return;
+  const uint32_t h = gt_hash(i / 32 * 0x9e3779b9u + seed);
+  size_t size = i / 32 % 2 ? 257 + h % 3840 : 16 * (1 + h % 16);
+  void *p = xmcMalloc(size);
+  if (p) gt_fill(p, size, i);
+  ptrs[i] = p;
+  sizes[i] = size;
+}
+
+// Pattern 0: each warp's first lane alone, then the others; 1: the others,
+// then the first lane alone; 2: lanes 0-15 their own blocks, lanes 16-31 the
+// next warp's (a warp frees compartments and Basicblocks at once); 3: each
+// block by another thread.
+__global__ void k_free_pattern(void **ptrs, int n, int pattern, int step) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i >= n) return;
+  const int lane = i % 32;
+  if (pattern == 0 && (step == 0) == (lane == 0)) xmcFree(ptrs[i]);
+  if (pattern == 1 && (step == 0) == (lane != 0)) xmcFree(ptrs[i]);
+  if (pattern == 2 && step == 0) xmcFree(ptrs[lane < 16 || (i ^ 32) >= n ? i : i ^ 32]);
+  if (pattern == 3 && step == 0) xmcFree(ptrs[(size_t)i * 7919 % n]);
+}
+
+// Frees each warp's first block a second time.
+__global__ void k_free_first_lanes(void **ptrs, int n) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n && i % 32 == 0) xmcFree(ptrs[i]);
+}
+
+TEST_P(XmcStress, FirstCompartmentsAreToldFromTheirBasicblocks) {
+  init(128 << 20, GetParam().config);
+  const int n = gt_scaled(8192) + 9;  // the last warp partly filled
+  DeviceArray<void *> ptrs(2 * n);
+  DeviceArray<size_t> sizes(2 * n);
+  for (int round = 0; round < 5; ++round) {
+    const int now = round % 2 * n, before = n - now;
+    LAUNCH_OK(k_alloc_first_compartments<<<(n + 127) / 128, 128>>>(ptrs.ptr + now, sizes.ptr + now, n, round));
+    expect_blocks_ok(ptrs.ptr, sizes.ptr, 2 * n, round ? 0 : n);
+    if (round == 0) continue;
+    for (int step = 0; step < 2; ++step)
+      LAUNCH_OK(k_free_pattern<<<(n + 127) / 128, 128>>>(ptrs.ptr + before, n, round - 1, step));
+    CUDA_OK(cudaMemset(ptrs.ptr + before, 0, n * sizeof(void *)));
+  }
+  const int last = 4 % 2 * n;
+  LAUNCH_OK(k_free_parity<<<(n + 127) / 128, 128>>>(ptrs.ptr + last, n, -1));
+  xmcStats st;
+  XMC_OK(xmcGetStats(&st));
+  EXPECT_EQ(0u, st.bytes_in_use) << gt_unbalanced(st);
+  EXPECT_EQ(0u, st.invalid_frees) << "a free was not found";
+  if (!GetParam().config.superblocks) return;  // a block is not reused before the next allocation
+  LAUNCH_OK(k_free_first_lanes<<<(n + 127) / 128, 128>>>(ptrs.ptr + last, n));
+  XMC_OK(xmcGetStats(&st));
+  EXPECT_EQ((unsigned long long)(n + 31) / 32, st.invalid_frees) << "every second free of a first block is counted";
+  EXPECT_EQ(0u, st.bytes_in_use) << gt_unbalanced(st);
+}
+
 // A heap filled with coalesced 16-byte blocks, freed, then filled with
 // 20 KiB blocks (past the largest class: straight from the Memoryblock heap,
 // over memory whose unit map named compartments) and 16-byte blocks again.
