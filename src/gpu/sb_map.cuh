@@ -12,11 +12,9 @@
 //   entry:  back A:14 | class A + 1:6 | offset B:5 | class B + 1:6 | 0:1
 //           (class 0: no Superblock)
 //
-// xmcFree places every pointer into a Superblock by its entry alone: with
-// the class it finds the block's index and the offset in its payload by
-// arithmetic (xmc_sb_place_of), so a Basicblock is freed with one atomic on
-// the Superblock's live mask and a compartment's chunk is the block holding
-// it.
+// xmcFree reads the entry beside the unit map's and uses it when the unit
+// map names no compartment; with the class it finds the block's index by
+// arithmetic and frees it with one atomic on the Superblock's live mask.
 // Granules and the map's size are in types.cuh (the host lays the map out).
 #pragma once
 #include "heap.cuh"

@@ -73,8 +73,7 @@ struct xmc_tag {
 // a class Memoryblock's free-list links are unused while it is handed out):
 // live compartments:32 (low) | class:8 | compartment size in 16-byte units:8 |
 // magic:16. Compartments carry no header; xmcFree finds their chunk through
-// the Superblock map (sb_map.cuh), or without Superblocks the region's unit
-// map (unit_map.cuh).
+// the region's unit map (unit_map.cuh).
 struct xmc_coalesced {
   static __device__ uint64_t make(uint32_t live, uint32_t cls, uint32_t units) {
     return live | (uint64_t)cls << 32 | (uint64_t)units << 40 | (uint64_t)xmc_magic_comp << 48;
