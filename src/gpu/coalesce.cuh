@@ -72,17 +72,6 @@ __device__ __forceinline__ int xmc_compartment_index(const char *chunk, uint64_t
   return index * units == granule ? (int)index : -1;
 }
 
-// Clears compartments `bits` of `chunk` with one atomic, which also reads
-// the class beside the live bits: returns the class when the chunk is now
-// empty (else -1); bits that were not live (double frees) are counted as
-// invalid and change nothing.
-__device__ inline int xmc_coalesce_clear(char *chunk, uint32_t bits) {
-  const uint64_t old = xmc_atomic_and(xmc_coalesced_word_of(chunk), ~(uint64_t)bits);
-  const uint32_t live = xmc_coalesced::live(old);
-  if (uint32_t stale = bits & ~live) xmc_atomic_add(&xmc_stats_here()->invalid, __popc(stale));
-  return (bits & live) && !(live & ~bits) ? (int)xmc_coalesced::cls(old) : -1;
-}
-
 // Lanes of `group` free compartments `bits` of `chunk`, whose word they read
 // as `w`: one 64-bit atomic clears their live bits and reads the class beside
 // them. Returns, on the leader, the class when the chunk is now empty (else
@@ -100,7 +89,10 @@ __device__ inline int xmc_coalesce_release(unsigned group, char *chunk, uint64_t
     xmc_atomic64(*xmc_coalesced_word_of(chunk)).store(w & ~(uint64_t)bits, cuda::memory_order_relaxed);
     return (int)xmc_coalesced::cls(w);
   }
-  return xmc_coalesce_clear(chunk, bits);
+  const uint64_t old = xmc_atomic_and(xmc_coalesced_word_of(chunk), ~(uint64_t)bits);
+  const uint32_t live = xmc_coalesced::live(old);
+  if (uint32_t stale = bits & ~live) xmc_atomic_add(&xmc_stats_here()->invalid, __popc(stale));
+  return (bits & live) && !(live & ~bits) ? (int)xmc_coalesced::cls(old) : -1;
 }
 
 // The last compartment is gone: the chunk goes back to its class. A chunk

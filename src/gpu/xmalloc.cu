@@ -199,14 +199,11 @@ static __device__ bool xmc_basicblock_unlive(char *chunk, xmc_mb *mb, uint32_t i
 
 // A Basicblock's payload that was live neither in its tag nor in its
 // Superblock's mask: the first compartment of a chunk shared by
-// compartments, freed alone, else a double free. Its bit is cleared by the
-// atomic even when the word read shows it the last one: other lanes of the
-// warp may be settling the same pointer (a double free within one call).
+// compartments, freed alone, else a double free.
 static __device__ __noinline__ void xmc_free_unsettled(char *p) {
   const xmc_block c = xmc_compartment_at(p - xmc_chunk_header, p);
-  if (c.what != xmc_compartment) return (void)xmc_atomic_add(&xmc_stats_here()->invalid, 1);
-  const int cls = xmc_coalesce_clear(c.at, 1);
-  if (cls >= 0) xmc_coalesce_recycle(c.at, cls);
+  if (c.what == xmc_compartment) return xmc_free_compartments(1u << xmc_lane_id(), c);
+  xmc_atomic_add(&xmc_stats_here()->invalid, 1);
 }
 
 // Lanes of `group` free Basicblocks of one Superblock. A lane alone parks
