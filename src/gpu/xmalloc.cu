@@ -251,22 +251,18 @@ static __device__ uint64_t xmc_free_key(const xmc_block &b) {
 
 // A lane whose pointer is a Basicblock's payload (xmc_block_of) takes it for
 // the first compartment of the chunk when another lane of the warp frees a
-// compartment of that chunk, as a warp frees what it took together, and
-// that lane's read of the chunk's word shows the first compartment live.
-// The word comes by shuffle: no second read. Other lanes of such payloads
-// never read it: a Basicblock handed out whole is settled by the atomic
-// that clears its live mark.
+// compartment of that chunk: as a warp frees what it took together. The
+// chunk's word, which those lanes read anyway, tells. Other lanes of such
+// payloads never read it: a Basicblock handed out whole is settled by the
+// atomic that clears its live mark.
 static __device__ xmc_block xmc_settle_by_peers(unsigned active, const xmc_block &b) {
   const unsigned comps = xmc_warp_ballot(active, b.what == xmc_compartment);
   if (!comps) return b;
-  char *chunk = b.what == xmc_basicblock ? b.at - xmc_chunk_header : b.at;
-  const uint64_t key = b.what == xmc_compartment || b.what == xmc_basicblock ? (uint64_t)chunk : 1;  // odd: no chunk
-  const unsigned peers = xmc_warp_match(active, key) & comps;
-  const bool asks = b.what == xmc_basicblock && peers;
-  const uint64_t w = xmc_warp_broadcast(active, b.word, asks ? xmc_warp_leader(peers) : (int)xmc_lane_id());
-  if (asks && xmc_compartment_index(chunk, w, b.at) == 0 && (xmc_coalesced::live(w) & 1))
-    return {xmc_compartment, 0, chunk, w};
-  return b;
+  const uint64_t chunk = b.what == xmc_compartment   ? (uint64_t)b.at
+                         : b.what == xmc_basicblock ? (uint64_t)(b.at - xmc_chunk_header)
+                                                    : 1;  // no chunk starts at an odd address
+  const unsigned peers = xmc_warp_match(active, chunk);
+  return b.what == xmc_basicblock && (peers & comps) ? xmc_payload_settle(b) : b;
 }
 
 __device__ void xmcFree(void *ptr) {

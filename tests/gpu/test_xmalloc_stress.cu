@@ -287,13 +287,13 @@ TEST_P(XmcStress, WarpsFreeWholeSuperblocks) {
 // for one size each: even warps a small one (a coalesced chunk), odd warps
 // one above the coalescing limit (Basicblocks handed out whole). The blocks
 // of one round stay live through the next round's allocations.
-__global__ void k_alloc_first_compartments(void **ptrs, size_t *sizes, int n, int owner, uint32_t seed) {
+__global__ void k_alloc_first_compartments(void **ptrs, size_t *sizes, int n, uint32_t seed) {
   int i = blockIdx.x * blockDim.x + threadIdx.x;
   if (i >= n) return;
   const uint32_t h = gt_hash(i / 32 * 0x9e3779b9u + seed);
   size_t size = i / 32 % 2 ? 257 + h % 3840 : 16 * (1 + h % 16);
   void *p = xmcMalloc(size);
-  if (p) gt_fill(p, size, owner + i);
+  if (p) gt_fill(p, size, i);
   ptrs[i] = p;
   sizes[i] = size;
 }
@@ -325,7 +325,7 @@ TEST_P(XmcStress, FirstCompartmentsAreToldFromTheirBasicblocks) {
   DeviceArray<size_t> sizes(2 * n);
   for (int round = 0; round < 5; ++round) {
     const int now = round % 2 * n, before = n - now;
-    LAUNCH_OK(k_alloc_first_compartments<<<(n + 127) / 128, 128>>>(ptrs.ptr + now, sizes.ptr + now, n, now, round));
+    LAUNCH_OK(k_alloc_first_compartments<<<(n + 127) / 128, 128>>>(ptrs.ptr + now, sizes.ptr + now, n, round));
     expect_blocks_ok(ptrs.ptr, sizes.ptr, 2 * n, round ? 0 : n);
     if (round == 0) continue;
     for (int step = 0; step < 2; ++step)
