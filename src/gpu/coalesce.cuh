@@ -11,9 +11,8 @@
 //   word:   live compartments:32 | class:8 | units:8 | magic:16
 //
 // Compartments carry no header (the papers give each one): xmcFree finds the
-// chunk through the Superblock map (a Basicblock's) or, without Superblocks,
-// the region's unit map (unit_map.cuh), so 32 lanes asking for 16 bytes
-// share a 512-byte chunk, not one of 1 KiB.
+// chunk through the region's unit map (unit_map.cuh), so 32 lanes asking for
+// 16 bytes share a 512-byte chunk, not one of 1 KiB.
 #pragma once
 #include "buffer.cuh"
 #include "size_class.cuh"
@@ -48,13 +47,10 @@ __device__ inline void *xmc_coalesce_malloc(unsigned group, uint32_t units) {
   if (!chunk) return nullptr;
   const uint32_t bytes = units * 16, rank = xmc_warp_rank(group);
   char *p = chunk + xmc_chunk_header + rank * bytes;
-  // A chunk that is a class Memoryblock (no Superblocks) is found through the
-  // unit map: the lowest compartment starting in each unit writes its entry.
-  // A Basicblock's compartments are found through the Superblock map.
-  if (!xmc_c_heap.superblocks &&
-      (rank == 0 || ((uintptr_t)(p - bytes) >> xmc_unit_shift) != ((uintptr_t)p >> xmc_unit_shift)))
+  // The lowest compartment starting in each unit writes its map entry.
+  if (rank == 0 || ((uintptr_t)(p - bytes) >> xmc_unit_shift) != ((uintptr_t)p >> xmc_unit_shift))
     xmc_map_mark(xmc_region_of(chunk), chunk, p);
-  __syncwarp(group);  // the word (and the map) are written before any lane can free
+  __syncwarp(group);  // the word and the map are written before any lane can free
   return p;
 }
 

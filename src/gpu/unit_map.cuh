@@ -1,12 +1,10 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-// gpu/unit_map.cuh: finding a compartment's chunk by address on a heap
-// without Superblocks, where chunks are class Memoryblocks (with
-// Superblocks, the Superblock map places every chunk: xmalloc.cu).
-// Compartments of a coalesced chunk carry no header, so each region keeps
-// one byte per 64-byte unit: 1 + the distance in units back to the start of
-// the chunk that has a compartment starting in that unit; 0 where none has.
-// The lanes of a coalesced allocation write it, the lowest lane of each
-// unit. An entry stays true while the class Memoryblock holding the chunk
+// gpu/unit_map.cuh: finding a compartment's chunk by address. Compartments
+// of a coalesced chunk carry no header, so each region keeps one byte per
+// 64-byte unit: 1 + the distance in units back to the start of the chunk
+// that has a compartment starting in that unit; 0 where none has. The lanes
+// of a coalesced allocation write it, the lowest lane of each unit. An entry
+// stays true while the Superblock (or class Memoryblock) holding the chunk
 // keeps its layout, whoever uses the chunk next, and is cleared when that
 // goes back to the Memoryblock heap. So a chunk handed out whole may still
 // be named: its payload is then also its first compartment's, not live, and
@@ -20,8 +18,9 @@
 //   unit:  ... | b7 b6 | b5 | b4 b3 | b2 b1 b0
 //   entry: ... | b5 | b4 b3 | b7 b6 | b2 b1 b0     (sector: the low 5 bits)
 //
-// A warp freeing 32 chunks of 2 or 4 KiB in a row then reads at most 14 / 11
-// sectors, not 32. The compartments of one chunk take two.
+// A warp freeing 32 Basicblocks of 2 or 4 KiB in a row then reads at most
+// 14 / 11 sectors, not 32: in a heap too large for L2 the map otherwise
+// costs up to a third of such a free. The compartments of one chunk take two.
 #pragma once
 #include <cuda/atomic>
 #include "heap.cuh"
@@ -69,10 +68,9 @@ __device__ inline void xmc_map_clear(const char *start, uint32_t units, uint32_t
   for (; u < end; ++u) xmc_map_store(&map[xmc_map_slot(u)], 0);
 }
 
-// A class Memoryblock of `cls` goes back to the heap: the entries of its
-// chunks go with it (only classes that coalesced chunks use, and only
-// without Superblocks: a Basicblock's compartments are not in the map).
+// A Superblock or class Memoryblock of `cls` goes back to the heap: the
+// entries of its chunks go with it (only classes that coalesced chunks use).
 __device__ inline void xmc_map_forget(const xmc_mb *mb, uint32_t cls) {
-  if (xmc_c_heap.coalescing && !xmc_c_heap.superblocks && cls < xmc_classes && xmc_class_body((int)cls) <= xmc_coalesced_max_body)
+  if (xmc_c_heap.coalescing && cls < xmc_classes && xmc_class_body((int)cls) <= xmc_coalesced_max_body)
     xmc_map_clear((const char *)mb, mb->size_units, xmc_tag::region(mb->tag));
 }
