@@ -86,25 +86,17 @@ __device__ __forceinline__ xmc_mb *xmc_sb_holding(char *block, uint64_t tag) {
   return xmc_sb_holding(block, xmc_tag::cls(tag), xmc_tag::index(tag));
 }
 
-// Where `p` falls among the Basicblocks of the Superblock `at` (of region
-// `region`) names: the block whose chunk holds it and how far into that
-// chunk's payload it lies (0: at its start); index -1 when p lies in no
-// block's payload. The quotient in floating point, no integer division: for
-// off = k * stride + rem it is k + (rem + 0.5) / stride, far from the
-// rounding error at either end (rem is a multiple of 16).
-struct xmc_sb_place {
-  int index;
-  uint32_t rem;
-};
-__device__ __forceinline__ xmc_sb_place xmc_sb_place_of(uint32_t region, xmc_sb_at at, const char *p) {
-  if (at.cls < 0) return {-1, 0};
+// Index of the Basicblock whose payload starts at `p` in the Superblock
+// `at` of region `region` names, or -1 when p is no Basicblock's payload.
+// The quotient in floating point, no integer division: for a multiple
+// k * stride it is k + 0.5 / stride, far from the rounding error.
+__device__ __forceinline__ int xmc_sb_block_index(uint32_t region, xmc_sb_at at, const char *p) {
+  if (at.cls < 0) return -1;
   const char *first = xmc_c_heap.regions[region].base + ((size_t)at.unit << xmc_unit_shift) + xmc_unit + xmc_chunk_header;
   const size_t off = (size_t)(p - first), stride = xmc_class_stride(at.cls);
-  if (off >= xmc_sb_blocks * stride) return {-1, 0};  // before the first block (wrapped) or past the last
+  if (off >= xmc_sb_blocks * stride) return -1;  // before the first block (wrapped) or past the last
   const uint32_t index = __float2uint_rd(__fdividef((float)off + 0.5f, (float)stride));
-  const uint32_t rem = (uint32_t)(off - index * stride);
-  if (rem >= stride - xmc_chunk_header) return {-1, 0};  // in the next block's header
-  return {(int)index, rem};
+  return index * stride == off ? (int)index : -1;
 }
 
 // ---- Basicblocks handed out whole --------------------------------------------

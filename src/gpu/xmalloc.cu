@@ -3,10 +3,9 @@
 // requests of one size (in 16-byte units) from two or more lanes are
 // coalesced into one chunk, the others are grouped by size class so that one
 // lane acts for each class, and requests above the largest class go to the
-// Memoryblock heap one by one. xmcFree places the pointer by the Superblock
-// map (Basicblocks, and the compartments of chunks that are Basicblocks),
-// reads a chunk's word only for compartments, and the word in front of the
-// pointer only for other blocks.
+// Memoryblock heap one by one. xmcFree looks the pointer up in the unit map
+// (compartments) and the Superblock map (Basicblocks), and reads the word in
+// front of it only for other blocks.
 //
 // All stages are header-only and meet in this one translation unit, so the
 // whole path from xmcMalloc down to the FIFO is inlined without device LTO;
@@ -91,48 +90,13 @@ static __device__ xmc_block xmc_chunk_block(char *p, uint64_t tag) {
   return {xmc_whole, -1, p, tag};
 }
 
-// The chunk's word, read at device scope (a stale copy in this SM's L1
-// could show a live compartment as freed).
-static __device__ uint64_t xmc_chunk_word(char *chunk) {
-  return xmc_atomic64(*xmc_coalesced_word_of(chunk)).load(cuda::memory_order_relaxed);
-}
-
-// The live compartment of `chunk` that starts at `p`, else nothing.
-static __device__ xmc_block xmc_compartment_at(char *chunk, char *p) {
-  const uint64_t w = xmc_chunk_word(chunk);
-  const int index = xmc_compartment_index(chunk, w, p);
-  if (index >= 0 && (xmc_coalesced::live(w) >> index & 1)) return {xmc_compartment, index, chunk, w};
-  return {xmc_invalid};
-}
-
-// A Basicblock's payload is also where the first compartment starts when
-// the block is a chunk shared by compartments; the chunk's word tells.
-static __device__ xmc_block xmc_payload_settle(const xmc_block &b) {
-  const xmc_block c = xmc_compartment_at(b.at - xmc_chunk_header, b.at);
-  return c.what == xmc_compartment ? c : b;
-}
-
-// A chunk found through the unit map (heaps without Superblocks, whose
-// chunks are class Memoryblocks): a compartment, the chunk's payload handed
-// out whole (a chunk once shared stays in the unit map: its payload is its
-// first compartment's too, told apart by the live bit), or neither.
-static __device__ xmc_block xmc_mapped_block(char *chunk, char *p) {
-  const uint64_t w = xmc_chunk_word(chunk), tag = *xmc_chunk_tag(chunk);
-  const int index = xmc_compartment_index(chunk, w, p);
-  if (index > 0 || (index == 0 && (xmc_coalesced::live(w) & 1))) return {xmc_compartment, index, chunk, w};
-  if (index == 0) return xmc_chunk_block(p, tag);
-  return {xmc_invalid};
-}
-
-// Looks `p` up without touching the block when it is a Basicblock's
-// payload. With Superblocks, every class chunk is a Basicblock, and the
-// Superblock map's word for the pointer's granule places it: at a block's
-// payload start it is that Basicblock (or the first compartment of a chunk
-// shared by compartments: xmc_payload_settle), further in a compartment,
-// which the chunk's word confirms. Without them, the unit map leads a
-// compartment to its chunk. Any other pointer is a chunk handed out whole
-// (its tag in front of it), or an xmcAlignedAlloc pointer, which leads back
-// to its block once.
+// Looks `p` up: the unit map (a compartment has no header), then the
+// Superblock map (a Basicblock), both compact, then the word in front of
+// it. An xmcAlignedAlloc pointer leads back to its block once. A chunk
+// once shared by compartments stays in the unit map: its payload is its
+// first compartment's too, and while that is not live it is the chunk's
+// (handed out whole, or a compartment freed twice), told by the tag loaded
+// beside the chunk's word.
 static __device__ xmc_block xmc_block_of(char *p) {
   if (!p) return {xmc_none};
   const xmc_heap &h = xmc_c_heap;
@@ -142,19 +106,20 @@ static __device__ xmc_block xmc_block_of(char *p) {
     // pointer is not read (a misaligned load would fault).
     if (region < 0 || ((uintptr_t)p & 15) || p - h.regions[region].base < (ptrdiff_t)xmc_chunk_header) break;
     const uint32_t unit = xmc_unit_in(h.regions[region].base, p);
-    if (h.superblocks) {
-      const xmc_sb_at sb = xmc_sb_map_decode(xmc_sb_map_load(region, unit), unit);
-      const xmc_sb_place at = xmc_sb_place_of(region, sb, p);
-      if (at.index >= 0 && at.rem == 0) return {xmc_basicblock, at.index, p, (uint64_t)sb.cls};
-      if (at.index >= 0) {
-        const xmc_block c = xmc_compartment_at(p - at.rem - xmc_chunk_header, p);
-        if (c.what == xmc_compartment) return c;
-      }
-    } else if (char *chunk = h.coalescing ? xmc_map_chunk(region, unit, xmc_map_entry(region, unit)) : nullptr) {
-      const xmc_block c = xmc_mapped_block(chunk, p);
-      if (c.what != xmc_invalid) return c;
+    // Both map entries read at once: a Basicblock's free then waits for one
+    // round trip, not two.
+    const uint32_t back = h.coalescing ? xmc_map_entry(region, unit) : 0;
+    const uint32_t sb_entry = h.superblocks ? xmc_sb_map_load(region, unit) : 0;
+    if (char *chunk = xmc_map_chunk(region, unit, back)) {
+      const uint64_t w = *xmc_coalesced_word_of(chunk), tag = *xmc_chunk_tag(chunk);
+      const int index = xmc_compartment_index(chunk, w, p);
+      if (index > 0 || (index == 0 && (xmc_coalesced::live(w) & 1))) return {xmc_compartment, index, chunk, w};
+      if (index == 0) return xmc_chunk_block(p, tag);
     }
-    const uint64_t hdr = xmc_atomic64(*(uint64_t *)(p - 8)).load(cuda::memory_order_relaxed);
+    const xmc_sb_at sb = xmc_sb_map_decode(sb_entry, unit);
+    int index = xmc_sb_block_index(region, sb, p);
+    if (index >= 0) return {xmc_basicblock, index, p, (uint64_t)sb.cls};
+    const uint64_t hdr = *(uint64_t *)(p - 8);
     if (xmc_tag::magic(hdr) == xmc_magic_chunk && xmc_tag::kind(hdr) != xmc_kind_basic) return {xmc_whole, -1, p, hdr};
     if (xmc_tag::magic(hdr) != xmc_magic_aligned) break;
     p -= xmc_shift::offset(hdr);
@@ -197,27 +162,18 @@ static __device__ bool xmc_basicblock_unlive(char *chunk, xmc_mb *mb, uint32_t i
   return xmc_chunk_unlive(chunk, &t) || xmc_sb_unmark_live(mb, 1u << index);
 }
 
-// A Basicblock's payload that was live neither in its tag nor in its
-// Superblock's mask: the first compartment of a chunk shared by
-// compartments, freed alone, else a double free.
-static __device__ __noinline__ void xmc_free_unsettled(char *p) {
-  const xmc_block c = xmc_compartment_at(p - xmc_chunk_header, p);
-  if (c.what == xmc_compartment) return xmc_free_compartments(1u << xmc_lane_id(), c);
-  xmc_atomic_add(&xmc_stats_here()->invalid, 1);
-}
-
 // Lanes of `group` free Basicblocks of one Superblock. A lane alone parks
 // its block in the buffers. More clear the live marks in the Superblock's
 // mask with one atomic (the lanes whose blocks came from the buffers clear
 // their tags instead) and give the blocks straight back to it with one more.
-// A lane whose block was live in neither place settles it alone.
 static __device__ void xmc_free_basicblocks(unsigned group, const xmc_block &b) {
   const int cls = (int)b.word;
   char *chunk = b.at - xmc_chunk_header;
   xmc_mb *mb = xmc_sb_holding(chunk, cls, b.index);
   if (__popc(group) == 1) {
     if (xmc_basicblock_unlive(chunk, mb, b.index)) return xmc_buffer_put(chunk, cls, xmc_region_of(chunk));
-    return xmc_free_unsettled(b.at);
+    xmc_atomic_add(&xmc_stats_here()->invalid, 1);
+    return;
   }
   const int leader = xmc_warp_leader(group);
   const uint32_t bits = xmc_warp_or(group, 1u << b.index);
@@ -227,13 +183,10 @@ static __device__ void xmc_free_basicblocks(unsigned group, const xmc_block &b) 
   uint64_t t;
   const bool by_tag = !(freed >> b.index & 1) && xmc_chunk_unlive(chunk, &t);
   freed |= xmc_warp_or(group, by_tag ? 1u << b.index : 0);
-  const bool unsettled = !(freed >> b.index & 1);
-  const unsigned loose = xmc_warp_ballot(group, unsettled);
-  if (unsettled) return xmc_free_unsettled(b.at);
-  // The leader may be loose; then the lowest lane whose block was freed acts.
-  if ((int)xmc_lane_id() != xmc_warp_leader(group & ~loose) || !freed) return;
+  if ((int)xmc_lane_id() != leader) return;
   xmc_sm_stats *st = xmc_stats_here();
-  xmc_stats_add(&st->invalid, __popc(group) - __popc(loose) - __popc(freed));
+  xmc_stats_add(&st->invalid, __popc(group) - __popc(freed));
+  if (!freed) return;
   xmc_stats_count_frees(st, cls, __popc(freed));
   xmc_sb_return_bits(mb, cls, freed);
 }
@@ -249,25 +202,9 @@ static __device__ uint64_t xmc_free_key(const xmc_block &b) {
   return (uint64_t)key ^ (uint64_t)b.what << 56;
 }
 
-// A lane whose pointer is a Basicblock's payload (xmc_block_of) takes it for
-// the first compartment of the chunk when another lane of the warp frees a
-// compartment of that chunk: as a warp frees what it took together. The
-// chunk's word, which those lanes read anyway, tells. Other lanes of such
-// payloads never read it: a Basicblock handed out whole is settled by the
-// atomic that clears its live mark.
-static __device__ xmc_block xmc_settle_by_peers(unsigned active, const xmc_block &b) {
-  const unsigned comps = xmc_warp_ballot(active, b.what == xmc_compartment);
-  if (!comps) return b;
-  const uint64_t chunk = b.what == xmc_compartment   ? (uint64_t)b.at
-                         : b.what == xmc_basicblock ? (uint64_t)(b.at - xmc_chunk_header)
-                                                    : 1;  // no chunk starts at an odd address
-  const unsigned peers = xmc_warp_match(active, chunk);
-  return b.what == xmc_basicblock && (peers & comps) ? xmc_payload_settle(b) : b;
-}
-
 __device__ void xmcFree(void *ptr) {
   const unsigned active = __activemask();
-  const xmc_block b = xmc_settle_by_peers(active, xmc_block_of((char *)ptr));
+  const xmc_block b = xmc_block_of((char *)ptr);
   const unsigned group = xmc_warp_match(active, xmc_free_key(b));
   switch (b.what) {
   case xmc_none: return;
@@ -282,8 +219,7 @@ __device__ void xmcFree(void *ptr) {
 
 __device__ size_t xmcUsableSize(void *ptr) {
   char *p = (char *)ptr;
-  xmc_block b = xmc_block_of(p);
-  if (b.what == xmc_basicblock) b = xmc_payload_settle(b);
+  const xmc_block b = xmc_block_of(p);
   if (b.what == xmc_compartment) {
     const size_t bytes = xmc_coalesced::units(b.word) * 16;
     return b.at + xmc_chunk_header + (b.index + 1) * bytes - p;
