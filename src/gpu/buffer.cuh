@@ -23,6 +23,12 @@ __device__ __forceinline__ unsigned xmc_buffer_index(int cls, unsigned salt) {
   return cls * h.num_buffers + r;
 }
 
+// Buffer `index`'s FIFO and its slots, from the constant header.
+__device__ __forceinline__ xmc_fifo_ref xmc_buffer_fifo(unsigned index) {
+  const xmc_heap &h = xmc_c_heap;
+  return {&h.buffers[index], h.buffer_slots + (size_t)index * xmc_fifo_capacity, xmc_fifo_capacity - 1};
+}
+
 // Which exchange slot (0..7) `salt` picks in front of a buffer: hashed, so
 // that warps whose salts differ by a multiple of the SM count still spread.
 __device__ __forceinline__ unsigned xmc_hot_pick(unsigned salt) {
@@ -112,8 +118,8 @@ __device__ inline void xmc_reclaim_buffers(unsigned rank, unsigned n) {
       xmc_chunk_sink(xmc_deref(ref));
   }
   xmc_for_share(i, xmc_classes * h.num_buffers, rank, n) {
-    xmc_fifo *f = &h.buffers[i];
-    for (uint32_t k = xmc_fifo_size(f), ref; k-- && (ref = xmc_fifo_dequeue(f)) != xmc_nil;)
+    const xmc_fifo_ref f = xmc_buffer_fifo(i);
+    for (uint32_t k = xmc_fifo_size(f.f), ref; k-- && (ref = xmc_fifo_dequeue(f)) != xmc_nil;)
       xmc_chunk_sink(xmc_deref(ref));
   }
 }
@@ -123,8 +129,8 @@ __device__ inline void xmc_reclaim_buffers(unsigned rank, unsigned n) {
 __device__ inline void xmc_reclaim_superblocks(unsigned rank, unsigned n) {
   const xmc_heap &h = xmc_c_heap;
   xmc_for_share(i, xmc_classes * h.num_sb_buffers, rank, n) {
-    xmc_fifo *f = &h.sb_buffers[i];
-    for (uint32_t k = xmc_fifo_size(f), ref; k-- && (ref = xmc_fifo_dequeue(f)) != xmc_nil;)
+    const xmc_fifo_ref f = xmc_sb_buffer(i / h.num_sb_buffers, i % h.num_sb_buffers);
+    for (uint32_t k = xmc_fifo_size(f.f), ref; k-- && (ref = xmc_fifo_dequeue(f)) != xmc_nil;)
       xmc_sb_republish((xmc_mb *)xmc_deref(ref), i / h.num_sb_buffers);
   }
   xmc_for_share(i, xmc_classes * xmc_sb_stacks(), rank, n) {
@@ -206,8 +212,8 @@ __device__ inline char *xmc_buffer_get_warp(unsigned group, int cls, bool whole)
   if (h.buffering) {
     const unsigned salt = xmc_warp_salt(), rank = xmc_warp_rank(group);
     const unsigned index = xmc_buffer_index(cls, salt);
-    xmc_fifo *fifo = &h.buffers[index];
-    const xmc_fifo_glance glance = xmc_fifo_glance_at(fifo);  // overlaps the exchange
+    const xmc_fifo_ref fifo = xmc_buffer_fifo(index);
+    const xmc_fifo_glance glance = xmc_fifo_glance_at(fifo.f);  // overlaps the exchange
     // A buffer whose FIFO was never used (on a fresh heap, every one): no
     // slot has overflowed yet and nothing is published, so a shared chunk's
     // request skips both looks below, each a round trip for nothing. What is
@@ -252,7 +258,7 @@ __device__ inline void xmc_buffer_put(char *chunk, int cls, uint32_t region) {
     const unsigned salt = xmc_warp_salt() + xmc_lane_id();
     const unsigned index = xmc_buffer_index(cls, salt);
     uint32_t ref = xmc_hot_slot(index, xmc_hot_pick(salt)).exchange(xmc_ref(chunk, region), cuda::memory_order_acq_rel);
-    if (ref == xmc_nil || xmc_fifo_enqueue(&h.buffers[index], ref))
+    if (ref == xmc_nil || xmc_fifo_enqueue(xmc_buffer_fifo(index), ref))
       return xmc_stats_count_frees(xmc_stats_here(), cls, 1);
     chunk = xmc_deref(ref);
   }

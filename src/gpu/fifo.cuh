@@ -19,6 +19,17 @@ __device__ __forceinline__ uint64_t xmc_msg(uint32_t seq, uint32_t payload) {
   return (uint64_t)payload << 32 | seq;
 }
 
+// A FIFO and where its slots are. The heap's FIFOs know both from the
+// constant header (buffer.cuh, superblock.cuh), so that an operation does not
+// wait for the FIFO's own header after the acquire of its claim, which would
+// be a round trip of its own; other FIFOs take them from the header.
+struct xmc_fifo_ref {
+  xmc_fifo *f;
+  uint64_t *slots;
+  uint32_t mask;
+};
+__device__ __forceinline__ xmc_fifo_ref xmc_fifo_self(xmc_fifo *f) { return {f, f->slots, f->mask}; }
+
 // Empty FIFO: head and tail 0, every slot free, slot i holding message
 // i - capacity, so that no slot looks written for the sequence it awaits.
 __device__ inline void xmc_fifo_init(xmc_fifo *f, uint64_t *slots, uint32_t capacity) {
@@ -38,7 +49,8 @@ __device__ inline void xmc_fifo_init(xmc_fifo *f, uint64_t *slots, uint32_t capa
 // enqueuer gets the slot: the claim and the store themselves need no
 // ordering of their own, and two fences cost frees time
 // (docs/decisions/0065-gpu-fifo-enqueue-fetch-add.md).
-__device__ inline bool xmc_fifo_enqueue(xmc_fifo *f, uint32_t payload) {
+__device__ inline bool xmc_fifo_enqueue(xmc_fifo_ref q, uint32_t payload) {
+  xmc_fifo *f = q.f;
   xmc_atomic_i32 room(f->room);
   if (room.fetch_sub(1, cuda::memory_order_acquire) <= 0) {
     room.fetch_add(1, cuda::memory_order_relaxed);
@@ -46,15 +58,19 @@ __device__ inline bool xmc_fifo_enqueue(xmc_fifo *f, uint32_t payload) {
   }
   cuda::atomic_thread_fence(cuda::memory_order_release, cuda::thread_scope_device);
   const uint32_t seq = xmc_atomic32(f->tail).fetch_add(1, cuda::memory_order_acquire);
-  xmc_atomic64(f->slots[seq & f->mask]).store(xmc_msg(seq, payload), cuda::memory_order_relaxed);
+  xmc_atomic64(q.slots[seq & q.mask]).store(xmc_msg(seq, payload), cuda::memory_order_relaxed);
   return true;
+}
+__device__ __forceinline__ bool xmc_fifo_enqueue(xmc_fifo *f, uint32_t payload) {
+  return xmc_fifo_enqueue(xmc_fifo_self(f), payload);
 }
 
 // Fig. 8, widened to a warp group: the leader snapshots head and tail, lane of
 // rank r reads message head + r, and the leader commits the messages already
 // written, in order, with one CAS (an enqueuer may still be storing the
 // next). Every lane of `group` must call; a lane gets its payload or xmc_nil.
-__device__ inline uint32_t xmc_fifo_dequeue_warp(xmc_fifo *f, unsigned group) {
+__device__ inline uint32_t xmc_fifo_dequeue_warp(xmc_fifo_ref q, unsigned group) {
+  xmc_fifo *f = q.f;
   const int leader = xmc_warp_leader(group);
   const bool is_leader = (int)xmc_lane_id() == leader;
   const uint32_t rank = xmc_warp_rank(group);
@@ -71,7 +87,7 @@ __device__ inline uint32_t xmc_fifo_dequeue_warp(xmc_fifo *f, unsigned group) {
     const int32_t count = (int32_t)(t - h);
     uint32_t take = count <= 0 ? 0 : (uint32_t)count < want ? (uint32_t)count : want;
     uint64_t m = 0;
-    if (rank < take) m = xmc_atomic64(f->slots[(h + rank) & f->mask]).load(cuda::memory_order_acquire);
+    if (rank < take) m = xmc_atomic64(q.slots[(h + rank) & q.mask]).load(cuda::memory_order_acquire);
     const unsigned unwritten = xmc_warp_ballot(group, rank < take && xmc_msg_seq(m) != h + rank);
     if (unwritten) take = __popc(group & ((unwritten & -unwritten) - 1));
     if (take == 0) return xmc_nil;
@@ -84,10 +100,15 @@ __device__ inline uint32_t xmc_fifo_dequeue_warp(xmc_fifo *f, unsigned group) {
   }
 }
 
-// Single-thread dequeue, for the slow paths run by one lane.
-__device__ __forceinline__ uint32_t xmc_fifo_dequeue(xmc_fifo *f) {
-  return xmc_fifo_dequeue_warp(f, 1u << xmc_lane_id());
+__device__ __forceinline__ uint32_t xmc_fifo_dequeue_warp(xmc_fifo *f, unsigned group) {
+  return xmc_fifo_dequeue_warp(xmc_fifo_self(f), group);
 }
+
+// Single-thread dequeue, for the slow paths run by one lane.
+__device__ __forceinline__ uint32_t xmc_fifo_dequeue(xmc_fifo_ref q) {
+  return xmc_fifo_dequeue_warp(q, 1u << xmc_lane_id());
+}
+__device__ __forceinline__ uint32_t xmc_fifo_dequeue(xmc_fifo *f) { return xmc_fifo_dequeue(xmc_fifo_self(f)); }
 
 // A FIFO's head and tail, read without ordering: a hint. Read ahead of the
 // operations before a dequeue, so that an empty FIFO costs no round trip of

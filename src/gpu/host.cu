@@ -122,6 +122,8 @@ size_t xmc_host_place(xmc_heap &h, char *base, uint64_t **slots) {
   h.buffers = p.take<xmc_fifo>(nb);
   h.sb_buffers = p.take<xmc_fifo>(nsb);
   *slots = p.take<uint64_t>(nb * xmc_fifo_capacity + nsb * xmc_sb_fifo_capacity);
+  h.buffer_slots = *slots;
+  h.sb_buffer_slots = *slots + nb * xmc_fifo_capacity;
   h.sb_cursor = p.take<unsigned long long>(xmc_cursors(h));
   h.sb_stacks = p.take<unsigned long long>(nsb * xmc_sb_stacks_per_sm);
   h.sb_spare = p.take<uint32_t>(xmc_cursors(h));
@@ -142,7 +144,7 @@ xmcError xmc_host_layout(xmc_host_heap *host) {
   const size_t nb = xmc_first_level_fifos(h), nsb = xmc_second_level_fifos(h);
   if (nb) xmc_fifo_init_kernel<<<64, 128>>>(h.buffers, slots, (uint32_t)nb, xmc_fifo_capacity);
   if (nsb)
-    xmc_fifo_init_kernel<<<64, 128>>>(h.sb_buffers, slots + nb * xmc_fifo_capacity, (uint32_t)nsb,
+    xmc_fifo_init_kernel<<<64, 128>>>(h.sb_buffers, h.sb_buffer_slots, (uint32_t)nsb,
                                       xmc_sb_fifo_capacity);
   std::vector<unsigned long long> cursors(xmc_cursors(h), xmc_cursor_empty);
   if (xmcError err = xmc_from_cuda(cudaMemcpy(h.sb_cursor, cursors.data(), cursors.size() * sizeof *h.sb_cursor,

@@ -22,9 +22,10 @@ __device__ __forceinline__ char *xmc_sb_block(xmc_mb *mb, int cls, unsigned i) {
   return (char *)mb + xmc_unit + (size_t)i * xmc_class_stride(cls);
 }
 
-__device__ __forceinline__ xmc_fifo *xmc_sb_buffer(int cls, unsigned replica) {
+__device__ __forceinline__ xmc_fifo_ref xmc_sb_buffer(int cls, unsigned replica) {
   const xmc_heap &h = xmc_c_heap;
-  return &h.sb_buffers[cls * h.num_sb_buffers + replica % h.num_sb_buffers];
+  const unsigned i = cls * h.num_sb_buffers + replica % h.num_sb_buffers;
+  return {&h.sb_buffers[i], h.sb_buffer_slots + (size_t)i * xmc_sb_fifo_capacity, xmc_sb_fifo_capacity - 1};
 }
 
 // ---- the buffer token ----------------------------------------------------------
@@ -308,7 +309,7 @@ __device__ inline uint32_t xmc_sb_published_anywhere(int cls) {
 #pragma unroll
     for (unsigned k = 0; k < batch; ++k) {
       const unsigned i = base + k;
-      seen[k] = i < fifos ? xmc_fifo_maybe_nonempty(xmc_sb_buffer(cls, sm + i))
+      seen[k] = i < fifos ? xmc_fifo_maybe_nonempty(xmc_sb_buffer(cls, sm + i).f)
                 : i < sources && (uint32_t)stack(i).load(cuda::memory_order_relaxed) != xmc_nil;
     }
     for (unsigned k = 0; k < batch; ++k) {
@@ -324,10 +325,10 @@ __device__ inline uint32_t xmc_sb_published_anywhere(int cls) {
 // A published Superblock of `cls`: from this SM's buffer or this warp's
 // stack, or when `everywhere`, from any buffer or stack of the class.
 __device__ inline uint32_t xmc_sb_published(int cls, bool everywhere) {
-  xmc_fifo *fifo = xmc_sb_buffer(cls, xmc_sm_id());
+  const xmc_fifo_ref fifo = xmc_sb_buffer(cls, xmc_sm_id());
   xmc_atomic_u64 stack = xmc_sb_stack_here(cls);
   // Both looked at in one round trip: on a fresh heap both are empty.
-  const bool queued = xmc_fifo_maybe_nonempty(fifo);
+  const bool queued = xmc_fifo_maybe_nonempty(fifo.f);
   const bool stacked = (uint32_t)stack.load(cuda::memory_order_relaxed) != xmc_nil;
   uint32_t ref = queued ? xmc_fifo_dequeue(fifo) : xmc_nil;
   if (ref == xmc_nil && stacked) ref = xmc_sb_stack_pop(stack);

@@ -188,8 +188,10 @@ struct xmc_heap {
   uint32_t num_sb_cursors;    // Superblock cursors per class
   uint16_t sb_cursors_in_use[xmc_classes];  // of them, per class: see xmc_host_size_cursors
   xmc_fifo *buffers;          // [class * num_buffers + replica]
+  uint64_t *buffer_slots;     // buffer i's xmc_fifo_capacity slots at [i * xmc_fifo_capacity]
   uint32_t *hot;              // [(class * num_buffers + replica) * xmc_hot_slots + slot]: chunk refs (xmc_hot_row)
   xmc_fifo *sb_buffers;       // [class * num_sb_buffers + replica]
+  uint64_t *sb_buffer_slots;  // sb_buffers[i]'s xmc_sb_fifo_capacity slots at [i * xmc_sb_fifo_capacity]
   unsigned long long *sb_stacks;  // [(class * num_sb_buffers + replica) * xmc_sb_stacks_per_sm + i]: tag:32 | top ref:32
   unsigned long long *sb_cursor;  // [class * num_sb_cursors + replica]: see xmc_cursor
   uint32_t *sb_spare;         // [class * num_sb_cursors + replica]: the cursor's next Superblock, or xmc_nil
