@@ -37,7 +37,7 @@ typedef struct mm_options_s {
   size_t shrink_rate;    /* MANYMALLOC_SHRINK_RATE: ... at most this many MiB a second per heap (0: no limit) */
   size_t purge_delay;    /* MANYMALLOC_PURGE_DELAY: ms an emptied segment stays as it is before that */
   size_t segment_cache;  /* MANYMALLOC_SEGMENT_CACHE: empty segments kept mapped */
-  bool large_hugepages;  /* MANYMALLOC_LARGE_HUGEPAGES: advise large blocks' mappings for transparent huge pages */
+  bool large_hugepages;  /* MANYMALLOC_LARGE_HUGEPAGES (default 1): advise large blocks' mappings for transparent huge pages */
 } mm_options_t;
 extern mm_options_t _mm_options;
 void _mm_options_init(void);

@@ -23,12 +23,15 @@
  * bound of the large-mapping cache).  Where a new mapping fails, the cached
  * ones go back to the OS and it is tried once more.  calloc never takes one:
  * fresh mappings are zero.
- * With MANYMALLOC_LARGE_HUGEPAGES=1 a new mapping of 2 MiB or more is
- * advised for transparent huge pages, calloc's excepted (big zeroed arrays
- * are often written only here and there).  It is off by default: a program
- * that fills its big blocks gains fewer faults, but one that touches only
- * part of each pays a 2 MiB zeroing per touch instead of 4 KiB (decision
- * 0039: huge pages for large blocks off by default).
+ * A new mapping of 4 MiB or more is advised for transparent huge pages,
+ * calloc's excepted (big zeroed arrays are often written only here and
+ * there): a block filled through faults in per 2 MiB instead of per 4 KiB.
+ * The advice comes after the header's first touch, which faults in 4 KiB,
+ * so the mapping's first 2 MiB (the header and the block's head) stay in
+ * 4 KiB pages: a program that writes only the heads of its big blocks does
+ * not zero 2 MiB for each, and the mapping stays one kernel mapping, which
+ * mremap needs (decision 0094: huge pages for large blocks by default;
+ * MANYMALLOC_LARGE_HUGEPAGES=0 turns it off).
  * A mapping still cached MANYMALLOC_PURGE_DELAY ms after its free goes
  * back to the OS at the next slow path of any thread, like the segments of
  * exited threads (purge.c), rather than staying resident until mm_collect
@@ -325,13 +328,13 @@ void *_mm_large_alloc(size_t size, size_t alignment, bool zero) {
   }
   mm_segment_t *seg = NULL;
   if (offset == MM_LARGE_OFFSET && !zero) seg = mm_large_reuse(mapped);
-  if (seg != NULL) {
+  bool fresh = seg == NULL;
+  if (!fresh) {
     mapped = seg->mapped_size; /* up to twice the block's, taken whole */
   } else {
     seg = mm_large_map(mapped, alignment);
     if (seg == NULL && _mm_large_cache_purge() > 0) seg = mm_large_map(mapped, alignment); /* under pressure */
     if (seg == NULL) return NULL;
-    if (_mm_options.large_hugepages && !zero && mapped >= MM_HUGEPAGE_SIZE) _mm_os_advise_hugepages(seg, mapped);
   }
   seg->heap = NULL; /* a split mapping's rest has a block's old bytes here: free must never match */
   seg->kind = MM_SEGMENT_LARGE;
@@ -339,6 +342,8 @@ void *_mm_large_alloc(size_t size, size_t alignment, bool zero) {
   seg->mapped_size = mapped;
   seg->block_offset = offset;
   seg->block_size = mapped - offset;
+  /* advised once the header is written: its first 2 MiB then stay in 4 KiB pages */
+  if (fresh && _mm_options.large_hugepages && !zero && mapped >= 2 * MM_HUGEPAGE_SIZE) _mm_os_advise_hugepages(seg, mapped);
   _mm_checked_on_map(seg);
   _mm_stats_large(1, (intptr_t)seg->block_size);
   mm_atomic_raise(&mm_large_peak, _mm_stats_large_bytes());

@@ -16,7 +16,7 @@ mm_options_t _mm_options = {
   .shrink_rate = 64,
   .purge_delay = 10,
   .segment_cache = 8,
-  .large_hugepages = false,
+  .large_hugepages = true,
 };
 
 /* getenv does not allocate, so it is safe this early. */

@@ -133,15 +133,41 @@ void _mm_purge_growth(mm_heap_t *heap) {
  * class it used.  A page of fewer than MM_SHRINK_EMPTY_MIN carved OS pages
  * keeps them: a class whose few blocks come and go would give them back
  * and fault them in each time (decision 0034: the least an empty page
- * gives back).  In checked mode pages keep what they carved: the carved range
- * tells a double free from a pointer never handed out (checked.c). */
+ * gives back).  A page that gave back as it emptied less than the purge
+ * delay ago waits out the delay instead, and goes back then if it is still
+ * empty (mm_purge_kept_waiting): a class whose blocks come and go around
+ * none would otherwise give back and fault in the same OS pages at every
+ * turn (decision 0095: an emptied page gives back at most once a delay).
+ * In checked mode pages keep what they carved: the carved range tells a
+ * double free from a pointer never handed out (checked.c). */
 void _mm_purge_page_emptied(mm_page_t *page) {
   if (!_mm_options.shrink || _mm_options.checked || !_mm_few_threads()) return;
   size_t units = _mm_page_resident_units(page);
-  mm_heap_t *heap = mm_segment_of(page->start)->heap;
-  if (units < MM_SHRINK_EMPTY_MIN || mm_purge_budget(heap, units) < units) return;
+  if (units < MM_SHRINK_EMPTY_MIN) return;
+  mm_segment_t *seg = mm_segment_of(page->start);
+  mm_heap_t *heap = seg->heap;
+  mm_slot_memory_t *memory = &seg->slot_memory[page->index];
+  uint64_t now = _mm_os_clock_ms();
+  if (memory->emptied_back != 0 && (uint32_t)now - memory->emptied_back < _mm_options.purge_delay) {
+    heap->purge.kept_waiting = true;
+    _mm_purge_schedule(heap, mm_purge_delay_end(now));
+    return;
+  }
+  if (mm_purge_budget(heap, units) < units) return;
   heap->purge.budget -= (intptr_t)units;
+  memory->emptied_back = (uint32_t)now != 0 ? (uint32_t)now : 1;
   _mm_page_shrink_all(page);
+}
+
+/* The kept pages that waited out the delay give back if still empty (those
+ * that emptied again meanwhile wait once more). */
+static void mm_purge_kept_waiting(mm_heap_t *heap) {
+  heap->purge.kept_waiting = false;
+  for (unsigned c = 0; c < MM_SIZE_CLASS_COUNT; c++) {
+    mm_page_t *page = heap->queues[c].first;
+    for (unsigned kept = 0; page != NULL && kept < 2; page = page->next, kept++)
+      if (page->used == 0) _mm_purge_page_emptied(page);
+  }
 }
 
 /* ---------------------------------------------------------------------------
@@ -183,6 +209,7 @@ void _mm_purge_expired(mm_heap_t *heap, uint64_t now) {
   heap->purge.due = 0;
   _mm_segment_purge_expired(heap, now);
   _mm_span_purge_expired(heap, now);
+  if (heap->purge.kept_waiting) mm_purge_kept_waiting(heap);
 }
 
 /* ---------------------------------------------------------------------------
@@ -203,6 +230,7 @@ void _mm_purge_collect(mm_heap_t *heap, bool release_all) {
     _mm_segment_retired_hand_over(heap);
   }
   heap->purge.due = 0;
+  heap->purge.kept_waiting = false;
 }
 
 /* Returns every cached segment and mapping of the process to the OS. */

@@ -146,6 +146,8 @@ typedef struct mm_slot_memory_s {
   uint32_t touched;       /* bytes from the slot's start ever carved since the segment was set up */
   uint32_t purged_from;   /* [purged_from, purged_to): went back while the slot was free */
   uint32_t purged_to;
+  uint32_t emptied_back;  /* ms (the clock's low 32 bits, 0: never): when its page last gave all back as it
+                             emptied (purge.c) */
 } mm_slot_memory_t;
 
 typedef enum mm_segment_kind_e {
@@ -213,6 +215,7 @@ typedef struct mm_purge_s {
   intptr_t budget;        /* 4 KiB units pages may still give back now */
   uint64_t budget_at;     /* ms: when the budget last grew; 0: never */
   uint64_t due;           /* ms: when some of the heap's memory is next due to go back; 0: none */
+  bool kept_waiting;      /* an emptied kept page waits out the delay before it gives back */
 } mm_purge_t;
 
 /* Per-thread statistics, summed over all heaps on demand. */

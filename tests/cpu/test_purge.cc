@@ -316,10 +316,10 @@ TEST(Purge, LargeBlockTakesTheBestFittingCachedMapping) {
   EXPECT_LE(usable_kib, 12u * 1024) << "another mapping than the 12 MiB one was taken";
 }
 
-// With MANYMALLOC_LARGE_HUGEPAGES=1, large blocks from malloc get mappings
-// advised for transparent huge pages (a fault per 2 MiB instead of per 4 KiB
-// where the kernel has them); calloc's do not (big zeroed arrays are often
-// written sparsely), nor any by default.
+// Large blocks from malloc get mappings advised for transparent huge pages
+// (a fault per 2 MiB instead of per 4 KiB where the kernel has them);
+// calloc's do not (big zeroed arrays are often written sparsely), nor any
+// with MANYMALLOC_LARGE_HUGEPAGES=0.
 void expect_hugepage_advice(const std::vector<std::string> &env, int plain, int zeroed) {
   if (access("/sys/kernel/mm/transparent_hugepage/enabled", F_OK) != 0)
     GTEST_SKIP() << "this kernel has no transparent huge pages";
@@ -330,11 +330,11 @@ void expect_hugepage_advice(const std::vector<std::string> &env, int plain, int 
   EXPECT_EQ(got_zeroed, zeroed) << "calloc'd 8 MiB block";
 }
 
-TEST(Purge, LargeMallocMappingIsAdvisedForHugePagesOnRequest) {
-  expect_hugepage_advice({"MANYMALLOC_LARGE_HUGEPAGES=1"}, 1, 0);
-}
+TEST(Purge, LargeMallocMappingIsAdvisedForHugePagesByDefault) { expect_hugepage_advice({}, 1, 0); }
 
-TEST(Purge, LargeMappingsAreNotAdvisedForHugePagesByDefault) { expect_hugepage_advice({}, 0, 0); }
+TEST(Purge, LargeMappingsAreNotAdvisedForHugePagesWhenTurnedOff) {
+  expect_hugepage_advice({"MANYMALLOC_LARGE_HUGEPAGES=0"}, 0, 0);
+}
 
 TEST(Purge, PurgeOffKeepsFreedMemory) {
   const Resident kib = run_child({"MANYMALLOC_PURGE=0", "MANYMALLOC_PURGE_DELAY=0"});

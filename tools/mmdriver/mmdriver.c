@@ -23,6 +23,7 @@ typedef struct options_s {
   unsigned reps;
   int      verbose;
   int      csv;
+  int      no_first;  /* --no-first: no first-replay measurements */
 } options_t;
 
 typedef struct result_s {
@@ -62,6 +63,8 @@ static const char usage[] =
     "  -r REPS   timed replays per trace; 0 validates only (default 5)\n"
     "  -v        per-trace details on stderr\n"
     "  -f FMT    text (default) or csv\n"
+    "  --no-first  no first replays (first_kops empty): what a profile of\n"
+    "            the timed replays then counts is theirs alone\n"
     "  --rss     accepted for older command lines: the footprint is always\n"
     "            the resident anonymous memory\n"
     "  -h        this help\n"
@@ -102,7 +105,7 @@ static void options_parse(options_t *o, int argc, char **argv) {
       {"threads", required_argument, NULL, 't'}, {"reps", required_argument, NULL, 'r'},
       {"verbose", no_argument, NULL, 'v'},       {"format", required_argument, NULL, 'f'},
       {"help", no_argument, NULL, 'h'},          {"rss", no_argument, NULL, 'R'},
-      {NULL, 0, NULL, 0}};
+      {"no-first", no_argument, NULL, 'N'},      {NULL, 0, NULL, 0}};
   *o = (options_t){.threads = 1, .reps = 5};
   int c;
   while ((c = getopt_long(argc, argv, "t:r:vf:h", longs, NULL)) != -1) {
@@ -111,6 +114,7 @@ static void options_parse(options_t *o, int argc, char **argv) {
     case 'r': o->reps = options_uint(optarg, "repetition count"); break;
     case 'v': o->verbose = 1; break;
     case 'R': break; /* the only footprint measure now */
+    case 'N': o->no_first = 1; break;
     case 'f':
       if (strcmp(optarg, "csv") != 0 && strcmp(optarg, "text") != 0) {
         fprintf(stderr, "mmdriver: unknown format `%s`\n%s", optarg, usage);
@@ -214,7 +218,7 @@ static result_t measure_isolated(result_t (*measure)(const char *, const options
  * replays, each in a child of its own (their median). */
 static result_t measure_trace_isolated(const char *path, const options_t *o) {
   result_t r = measure_isolated(measure_trace, path, o);
-  if (!r.valid || o->reps == 0) return r;
+  if (!r.valid || o->reps == 0 || o->no_first) return r;
   double *kops = mapping_alloc(o->reps * sizeof(double));
   for (unsigned i = 0; i < o->reps; i++) kops[i] = measure_isolated(measure_first_replay, path, o).first_kops;
   qsort(kops, o->reps, sizeof(double), compare_double);
