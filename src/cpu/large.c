@@ -354,10 +354,11 @@ void _mm_large_free(mm_segment_t *seg) {
   _mm_stats_large(-1, -(intptr_t)seg->block_size);
   _mm_checked_on_unmap(seg, true);
   if (seg->block_offset == MM_LARGE_OFFSET) {
-    if (_mm_options.purge) seg->purge_at = mm_purge_delay_end(_mm_os_clock_ms()); /* before another thread may pop it */
+    uint64_t purge_at = _mm_options.purge ? mm_purge_delay_end(_mm_os_clock_ms()) : 0;
+    seg->purge_at = purge_at; /* before another thread may pop it */
     seg = mm_large_cache_join(seg);
     if (mm_large_cache_push(seg)) {
-      if (_mm_options.purge) _mm_purge_warm_schedule(seg->purge_at);
+      if (_mm_options.purge) _mm_purge_warm_schedule(purge_at); /* seg may be another thread's already */
       return;
     }
   }
@@ -371,11 +372,12 @@ void _mm_large_cache_expire(uint64_t now) {
   for (size_t i = 0; i < used; i++) {
     mm_segment_t *seg = mm_large_cache_take_any(i);
     if (seg == NULL) continue;
-    if (seg->purge_at <= now || !mm_large_cache_push(seg)) {
+    uint64_t purge_at = seg->purge_at;
+    if (purge_at <= now || !mm_large_cache_push(seg)) {
       released += seg->mapped_size;
       _mm_os_free(seg, seg->mapped_size);
     } else {
-      _mm_purge_warm_schedule(seg->purge_at);
+      _mm_purge_warm_schedule(purge_at); /* once pushed, seg may be another thread's */
     }
   }
   mm_large_peak_lower(released);
