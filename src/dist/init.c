@@ -70,29 +70,34 @@ static int dist_tree(bool talk) {
   return rc;
 }
 
-/* MANYMALLOC_DIST_IDLE: whether an idle scheduler naps between polls;
- * "auto" naps where the ranks on this host outnumber its cores. */
-static int dist_idle(bool talk) {
+/* MANYMALLOC_DIST_IDLE: whether waiting ranks give their cores up (an
+ * idle scheduler naps between polls, ranks waiting in Open MPI yield):
+ * "nap" always, "spin" never, "auto" (or unset) where the ranks on this
+ * host, ranks_here, outnumber its cores. -1 for any other value. */
+static int dist_idle_naps(long ranks_here) {
   const char *v = getenv("MANYMALLOC_DIST_IDLE");
-  if (v == NULL || *v == '\0' || strcmp(v, "auto") == 0) {
-    mmd_tp_idle_naps(dist.ranks_here > sysconf(_SC_NPROCESSORS_ONLN));
-    return 0;
-  }
-  if (strcmp(v, "spin") != 0 && strcmp(v, "nap") != 0) {
-    if (talk) fprintf(stderr, "manymalloc: MANYMALLOC_DIST_IDLE=%s: expected auto, spin or nap\n", v);
+  if (v == NULL || *v == '\0' || strcmp(v, "auto") == 0) return ranks_here > sysconf(_SC_NPROCESSORS_ONLN);
+  if (strcmp(v, "spin") == 0 || strcmp(v, "nap") == 0) return strcmp(v, "nap") == 0;
+  return -1;
+}
+
+static int dist_idle(bool talk) {
+  int naps = dist_idle_naps(dist.ranks_here);
+  if (naps < 0) {
+    if (talk)
+      fprintf(stderr, "manymalloc: MANYMALLOC_DIST_IDLE=%s: expected auto, spin or nap\n",
+              getenv("MANYMALLOC_DIST_IDLE"));
     return SYS_ERR_ARG;
   }
-  mmd_tp_idle_naps(strcmp(v, "nap") == 0);
+  mmd_tp_idle_naps(naps);
   return 0;
 }
 
-/* Before MPI starts: whether waiting ranks should give their cores up,
- * which MANYMALLOC_DIST_IDLE decides as for the schedulers' naps, "auto"
- * by Open MPI's count of the ranks on this host (decision 0011). */
+/* Before MPI starts, by Open MPI's count of the ranks on this host
+ * (decision 0011); a bad value is reported once MPI runs (dist_idle). */
 static bool dist_crowded_before_init(void) {
-  const char *v = getenv("MANYMALLOC_DIST_IDLE"), *local = getenv("OMPI_COMM_WORLD_LOCAL_SIZE");
-  if (v && *v && strcmp(v, "auto") != 0) return strcmp(v, "nap") == 0;
-  return local && atol(local) > sysconf(_SC_NPROCESSORS_ONLN);
+  const char *local = getenv("OMPI_COMM_WORLD_LOCAL_SIZE");
+  return dist_idle_naps(local ? atol(local) : 0) > 0;
 }
 
 static int dist_options(void) {
