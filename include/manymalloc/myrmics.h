@@ -100,8 +100,9 @@ rid_t sys_ralloc(rid_t parent, int level_hint);
 /* Frees the region, every object in it and all its sub-regions, at a cost
  * that does not depend on the number of objects. Its memory is then free in
  * every worker: the copies other workers received may be given back to the
- * OS (read as zeros) at their next call, so free a region only once no
- * worker still reads its copy. Returns 0, SYS_ERR_NOREGION (unknown or
+ * OS (read as zeros) from their next call on (within
+ * MANYMALLOC_DIST_RETAIN_MS), so free a region only once no worker still
+ * reads its copy. Returns 0, SYS_ERR_NOREGION (unknown or
  * already freed) or SYS_ERR_ROOT. */
 int sys_rfree(rid_t region);
 

@@ -29,7 +29,7 @@ int sys_rfree(rid_t region) {
   if (w == NULL) return SYS_ERR_STATE;
   int64_t rc = mmd_call(w, MMD_MSG_RFREE, region, 0, 0, NULL, 0);
   if (rc < 0) return mmd_fail((int)rc, "sys_rfree", "region %lld", (long long)region);
-  mmd_resident_discard(w, w->reply.items, w->reply.hdr->nitems / 2);
+  mmd_resident_release(w, w->reply.items, w->reply.hdr->nitems / 2, false);
   return 0;
 }
 
@@ -40,7 +40,7 @@ int sys_rforget(rid_t region) {
   uint64_t item = (uint64_t)region;
   int64_t rc = mmd_call(w, MMD_MSG_PACK, 1, 0, 0, &item, 1);   /* its runs, sub-regions' too */
   if (rc < 0) return mmd_fail((int)rc, "sys_rforget", "region %lld", (long long)region);
-  mmd_resident_discard(w, w->reply.items, (size_t)w->reply.hdr->val / 2);
+  mmd_resident_release(w, w->reply.items, (size_t)w->reply.hdr->val / 2, true);
   return 0;
 }
 

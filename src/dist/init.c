@@ -100,6 +100,25 @@ static bool dist_crowded_before_init(void) {
   return dist_idle_naps(local ? atol(local) : 0) > 0;
 }
 
+/* MANYMALLOC_DIST_RETAIN_MS: how long a worker keeps freed memory
+ * populated for reuse (retain.c); 0 gives it back at once. */
+#define MMD_RETAIN_MS_DEFAULT 1000
+#define MMD_RETAIN_MS_MAX 3600000
+
+static int dist_retain(bool talk) {
+  const char *v = getenv("MANYMALLOC_DIST_RETAIN_MS");
+  dist.worker.retain_ms = MMD_RETAIN_MS_DEFAULT;
+  if (v == NULL || *v == '\0') return 0;
+  char *end;
+  unsigned long ms = strtoul(v, &end, 10);
+  if (*end != '\0' || *v == '-' || ms > MMD_RETAIN_MS_MAX) {
+    if (talk) fprintf(stderr, "manymalloc: MANYMALLOC_DIST_RETAIN_MS=%s: expected 0 to %d milliseconds\n", v, MMD_RETAIN_MS_MAX);
+    return SYS_ERR_ARG;
+  }
+  dist.worker.retain_ms = (uint32_t)ms;
+  return 0;
+}
+
 static int dist_options(void) {
   const char *space = getenv("MANYMALLOC_DIST_SPACE");
   bool quiet = env_flag("MANYMALLOC_DIST_QUIET", false), talk = mmd_tp_rank() == 0 && !quiet;
@@ -110,6 +129,7 @@ static int dist_options(void) {
   }
   int rc = dist_tree(talk);
   if (rc == 0) rc = dist_idle(talk);
+  if (rc == 0) rc = dist_retain(talk);
   if (rc != 0) return rc;
   dist.worker.lease_on = env_flag("MANYMALLOC_DIST_LEASE", true);
   char who[32];

@@ -104,3 +104,60 @@ bool mmd_ranges_overlap(const mmd_ranges_t *a, const mmd_ranges_t *b) {
   mmd_ranges_free(&y);
   return overlap;
 }
+
+void mmd_ranges_gaps(const mmd_ranges_t *have, const mmd_range_t *keep, size_t nkeep,
+                     void (*fn)(void *ctx, uint64_t off, uint64_t len), void *ctx) {
+  size_t j = 0;
+  for (size_t i = 0; i < have->n; i++) {
+    uint64_t at = have->r[i].off, end = at + have->r[i].len;
+    while (j < nkeep && keep[j].off + keep[j].len <= at) j++;   /* behind: no later range needs it */
+    for (size_t k = j; k < nkeep && keep[k].off < end && at < end; k++) {
+      if (keep[k].off > at) fn(ctx, at, keep[k].off - at);
+      uint64_t kend = keep[k].off + keep[k].len;
+      if (kend > at) at = kend;
+    }
+    if (at < end) fn(ctx, at, end - at);
+  }
+}
+
+/* The first range of a sorted, disjoint list that ends after off. */
+static size_t ranges_first_after(const mmd_ranges_t *l, uint64_t off) {
+  size_t lo = 0, hi = l->n;
+  while (lo < hi) {
+    size_t mid = lo + (hi - lo) / 2;
+    if (l->r[mid].off + l->r[mid].len <= off) lo = mid + 1;
+    else hi = mid;
+  }
+  return lo;
+}
+
+int mmd_ranges_cut(mmd_ranges_t *l, uint64_t off, uint64_t len, uint64_t *cut) {
+  uint64_t end = off + len;
+  size_t i = ranges_first_after(l, off);
+  *cut = 0;
+  if (i == l->n || l->r[i].off >= end) return 0;
+  mmd_range_t first = l->r[i];
+  if (first.off < off && first.off + first.len > end) {   /* inside one range: split it */
+    if (ranges_reserve(l, l->n + 1) != 0) return SYS_ERR_NOMEM;
+    memmove(&l->r[i + 2], &l->r[i + 1], (l->n - i - 1) * sizeof *l->r);
+    l->r[i].len = off - first.off;
+    l->r[i + 1] = (mmd_range_t){end, first.off + first.len - end};
+    l->n++;
+    *cut = len;
+    return 0;
+  }
+  if (first.off < off) {   /* the first keeps its head */
+    *cut += first.off + first.len - off;
+    l->r[i++].len = off - first.off;
+  }
+  size_t gone = i;
+  for (; gone < l->n && l->r[gone].off + l->r[gone].len <= end; gone++) *cut += l->r[gone].len;
+  if (gone < l->n && l->r[gone].off < end) {   /* the last keeps its tail */
+    *cut += end - l->r[gone].off;
+    l->r[gone].len -= end - l->r[gone].off;
+    l->r[gone].off = end;
+  }
+  memmove(&l->r[i], &l->r[gone], (l->n - gone) * sizeof *l->r);
+  l->n -= gone - i;
+  return 0;
+}

@@ -33,5 +33,13 @@ int mmd_ranges_split(mmd_ranges_t *l, uint64_t max);
 /* Whether a and b (in any order) share a byte; true also when memory for
  * the sorted copies runs out. */
 bool mmd_ranges_overlap(const mmd_ranges_t *a, const mmd_ranges_t *b);
+/* Takes [off, off + len) out of a sorted, disjoint list; *cut gets the
+ * bytes removed. 0, or SYS_ERR_NOMEM (l unchanged) when a range split in
+ * two finds no room. */
+int mmd_ranges_cut(mmd_ranges_t *l, uint64_t off, uint64_t len, uint64_t *cut);
+/* Calls fn with each part of the sorted, disjoint list have that no range
+ * of the sorted, disjoint keep[0..nkeep) covers. */
+void mmd_ranges_gaps(const mmd_ranges_t *have, const mmd_range_t *keep, size_t nkeep,
+                     void (*fn)(void *ctx, uint64_t off, uint64_t len), void *ctx);
 
 #endif

@@ -4,10 +4,12 @@
  * to the OS here. The worker records the ranges it wrote or received and
  * the regions they came from. Whenever the recorded bytes have doubled since
  * the last check (and passed 16 MiB), it asks its scheduler which parts a
- * region it recorded (or a sub-region of one) still holds, and discards the
+ * region it recorded (or a sub-region of one) still holds, and releases the
  * rest: also a copy of memory that a region it never used has taken over
- * since. A long run of receive, free and reallocate thus keeps a worker's
- * memory within about twice what is live in the regions it uses. */
+ * since. Released memory is retained a while (retain.c), then goes back.
+ * A long run of receive, free and reallocate thus keeps a worker's memory
+ * within about twice what is live in the regions it uses, plus what it
+ * released within the retention delay. */
 #include <stdlib.h>
 #include "worker.h"
 #include "space.h"
@@ -33,6 +35,7 @@ static void resident_normalize(mmd_resident_t *r) {
 
 void mmd_resident_add(mmd_worker_t *w, uint64_t off, uint64_t len) {
   mmd_resident_t *r = &w->resident;
+  mmd_retain_claim(w, off, len);
   if (mmd_ranges_add(&r->ranges, off, len) != 0) return;
   r->bytes += len;
   if (r->ranges.n > r->normalize_above) resident_normalize(r);
@@ -72,20 +75,7 @@ static int resident_request(mmd_resident_t *r, mmd_buf_t *items) {
   return 0;
 }
 
-/* Discards what lies in the sorted list have but not in the sorted list
- * keep (a subset of it). */
-static void resident_discard_gaps(mmd_worker_t *w, const mmd_ranges_t *have, const mmd_range_t *keep,
-                                  size_t nkeep) {
-  size_t j = 0;
-  for (size_t i = 0; i < have->n; i++) {
-    uint64_t at = have->r[i].off, end = at + have->r[i].len;
-    for (; j < nkeep && keep[j].off < end; j++) {
-      if (keep[j].off > at) mmd_space_discard(w->base, at, keep[j].off - at);
-      at = keep[j].off + keep[j].len;
-    }
-    if (at < end) mmd_space_discard(w->base, at, end - at);
-  }
-}
+static void resident_retire(void *ctx, uint64_t off, uint64_t len) { mmd_retain(ctx, off, len); }
 
 int mmd_resident_check(mmd_worker_t *w) {
   mmd_resident_t *r = &w->resident;
@@ -98,7 +88,7 @@ int mmd_resident_check(mmd_worker_t *w) {
   if (rc != 0) return (int)rc;
   const mmd_range_t *live = (const mmd_range_t *)w->reply.items;
   size_t nlive = (size_t)w->reply.hdr->val / 2;
-  resident_discard_gaps(w, &r->ranges, live, nlive);
+  mmd_ranges_gaps(&r->ranges, live, nlive, resident_retire, w);
   r->ranges.n = 0;
   for (size_t i = 0; i < nlive; i++) mmd_ranges_add(&r->ranges, live[i].off, live[i].len);
   resident_normalize(r);
@@ -112,14 +102,17 @@ void mmd_resident_defer(mmd_worker_t *w, mmd_ranges_t *l, uint64_t off, uint64_t
   if (mmd_ranges_add(l, off, len) != 0) mmd_space_discard(w->base, off, len);   /* no room: now */
 }
 
-void mmd_resident_discard_runs(mmd_worker_t *w, mmd_ranges_t *l) {
+void mmd_resident_release_runs(mmd_worker_t *w, mmd_ranges_t *l, bool now) {
   mmd_ranges_normalize(l);   /* one madvise a run */
-  for (size_t i = 0; i < l->n; i++) mmd_space_discard(w->base, l->r[i].off, l->r[i].len);
+  for (size_t i = 0; i < l->n; i++) {
+    if (now) mmd_space_discard(w->base, l->r[i].off, l->r[i].len);
+    else mmd_retain(w, l->r[i].off, l->r[i].len);
+  }
 }
 
-void mmd_resident_discard(mmd_worker_t *w, const uint64_t *pairs, size_t npairs) {
+void mmd_resident_release(mmd_worker_t *w, const uint64_t *pairs, size_t npairs, bool now) {
   mmd_ranges_t l = {0};
   for (size_t i = 0; i < npairs; i++) mmd_resident_defer(w, &l, pairs[2 * i], pairs[2 * i + 1]);
-  mmd_resident_discard_runs(w, &l);
+  mmd_resident_release_runs(w, &l, now);
   mmd_ranges_free(&l);
 }

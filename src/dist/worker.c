@@ -15,12 +15,14 @@ mmd_worker_t *mmd_self;
 int mmd_worker_init(mmd_worker_t *w) {
   mmd_leases_init(&w->leases, w->base, mmd_trie_bits_for(w->size >> MMD_SLAB_SHIFT));
   mmd_resident_init(&w->resident);
+  mmd_retain_init(&w->retain, w->retain_ms);
   return 0;
 }
 
 void mmd_worker_destroy(mmd_worker_t *w) {
   mmd_leases_destroy(&w->leases);
   mmd_resident_destroy(&w->resident);
+  mmd_retain_destroy(&w->retain);
   mmd_buf_free(&w->req);
   mmd_buf_free(&w->rep);
 }
@@ -41,7 +43,7 @@ static void worker_apply_reply(mmd_worker_t *w) {
   worker_dropped_t dropped = {.w = w};
   for (uint32_t i = 0; i < v->hdr->nrevokes; i++)
     mmd_lease_revoke(&w->leases, v->revokes[i], worker_drop_slab, &dropped);
-  mmd_resident_discard_runs(w, &dropped.runs);
+  mmd_resident_release_runs(w, &dropped.runs, false);
   mmd_ranges_free(&dropped.runs);
   for (uint32_t i = 0; i < v->hdr->nremote; i++) {
     int twice = mmd_lease_remote(&w->leases, v->remote[i].off, v->remote[i].bits);
@@ -68,6 +70,7 @@ int64_t mmd_call(mmd_worker_t *w, mmd_msg_type_t type, int64_t a0, int64_t a1, i
                  const void *items, size_t nitems) {
   const int64_t arg[3] = {a0, a1, a2};
   if (w->resident.check_due) mmd_resident_check(w);
+  mmd_retain_tick(w);
   int rc = worker_build(w, type, arg, items, nitems);
   if (rc != 0) return rc;
   struct timespec t0, t1;

@@ -173,6 +173,7 @@ int sys_recv(int peer_worker, rid_t *regions, int num_regions, void **objects, i
   if (rc == 0) rc = filled;
   mmd_buf_free(&b);
   if (w->resident.check_due) mmd_resident_check(w);   /* a receiver may never call otherwise */
+  mmd_retain_tick(w);
   return rc < 0 ? mmd_fail(rc, "sys_recv", "from worker %d", peer_worker) : 0;
 }
 
@@ -211,6 +212,7 @@ int sys_sendrecv(int peer_worker, rid_t *send_regions, int num_send_regions, voi
   mmd_buf_free(&out);
   mmd_buf_free(&in);
   if (w->resident.check_due) mmd_resident_check(w);
+  mmd_retain_tick(w);
   if (mine != 0) return mine;   /* its line is printed */
   if (shared) return mmd_fail(rc, "sys_sendrecv", "with worker %d: what goes and what comes share memory", peer_worker);
   return rc < 0 ? mmd_fail(rc, "sys_sendrecv", "with worker %d", peer_worker) : 0;

@@ -3,7 +3,9 @@
 // freed itself, go back to the OS once they are dead. Worker 0 sends regions
 // of 4 MiB to worker 1, one a round, and frees each once worker 1 has checked
 // it; each lands at new addresses. If dead copies stayed, worker 1 would end
-// with every region it ever received resident.
+// with every region it ever received resident. Run with
+// MANYMALLOC_DIST_RETAIN_MS=0, so that dead memory goes back at once rather
+// than after the retention delay (mpi_retain.cc tests that).
 #include <gtest/gtest.h>
 #include <manymalloc/myrmics.h>
 

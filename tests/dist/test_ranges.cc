@@ -3,8 +3,10 @@
 // only when the two touch; mmd_ranges_normalize makes any list sorted,
 // disjoint and non-touching without changing the bytes it covers;
 // mmd_ranges_bytes sums lengths; mmd_ranges_split cuts every range into
-// pieces of at most max bytes, in order, covering the same bytes. Each is
-// checked against a byte-map model over long random sequences.
+// pieces of at most max bytes, in order, covering the same bytes;
+// mmd_ranges_cut takes bytes out of a normal list and mmd_ranges_gaps names
+// the parts of one list another does not cover. Each is checked against a
+// byte-map model over long random sequences.
 #include <manymalloc/myrmics.h>  // <mpi.h> first, outside extern "C"
 extern "C" {
 #include "ranges.h"
@@ -183,6 +185,87 @@ TEST(Ranges, SplitLargeRanges) {
   EXPECT_EQ(l.r[3].off, (1ull << 44) + 3 * big);
   EXPECT_EQ(l.r[3].len, 5u);
   mmd_ranges_free(&l);
+}
+
+}  // namespace
+
+namespace {
+
+// A normal list of random ranges inside kUniverse.
+mmd_ranges_t random_normal(std::mt19937_64 &rng, int n) {
+  mmd_ranges_t l = {};
+  std::uniform_int_distribution<uint64_t> off(0, kUniverse - 1), len(1, 300);
+  for (int i = 0; i < n; i++) {
+    uint64_t o = off(rng), ln = std::min(len(rng), kUniverse - o);
+    EXPECT_EQ(mmd_ranges_add(&l, o, ln), 0);
+  }
+  mmd_ranges_normalize(&l);
+  return l;
+}
+
+TEST(Ranges, CutMatchesModel) {
+  std::mt19937_64 rng(7);
+  std::uniform_int_distribution<uint64_t> off(0, kUniverse - 1), len(1, 700);
+  for (int round = 0; round < 200; round++) {
+    mmd_ranges_t l = random_normal(rng, 1 + round % 40);
+    Model m = cover(l, kUniverse);
+    for (int c = 0; c < 30; c++) {
+      uint64_t o = off(rng), ln = std::min(len(rng), kUniverse - o), cut = 0, expect = 0;
+      for (uint64_t b = o; b < o + ln; b++) expect += m[b] ? 1 : 0;
+      std::fill(m.begin() + long(o), m.begin() + long(o + ln), false);
+      ASSERT_EQ(mmd_ranges_cut(&l, o, ln, &cut), 0);
+      EXPECT_EQ(cut, expect) << "round " << round << ", cut " << c;
+      ASSERT_EQ(cover(l, kUniverse), m) << "round " << round << ", cut " << c;
+      expect_normal(l);
+    }
+    mmd_ranges_free(&l);
+  }
+}
+
+TEST(Ranges, CutOfNothingAndOfEverything) {
+  mmd_ranges_t l = {};
+  uint64_t cut = 1;
+  EXPECT_EQ(mmd_ranges_cut(&l, 0, 100, &cut), 0);
+  EXPECT_EQ(cut, 0u);
+  ASSERT_EQ(mmd_ranges_add(&l, 100, 50), 0);
+  ASSERT_EQ(mmd_ranges_add(&l, 200, 50), 0);
+  EXPECT_EQ(mmd_ranges_cut(&l, 150, 50, &cut), 0);   // exactly the gap
+  EXPECT_EQ(cut, 0u);
+  EXPECT_EQ(l.n, 2u);
+  EXPECT_EQ(mmd_ranges_cut(&l, 0, 1000, &cut), 0);
+  EXPECT_EQ(cut, 100u);
+  EXPECT_EQ(l.n, 0u);
+  mmd_ranges_free(&l);
+}
+
+void collect_gap(void *ctx, uint64_t off, uint64_t len) {
+  auto *gaps = static_cast<std::vector<mmd_range_t> *>(ctx);
+  gaps->push_back({off, len});
+}
+
+// Keep lists that straddle several ranges of have, lie in its holes, or
+// cover it whole: every part of have outside keep is named once, in order.
+TEST(Ranges, GapsMatchModel) {
+  std::mt19937_64 rng(11);
+  for (int round = 0; round < 300; round++) {
+    mmd_ranges_t have = random_normal(rng, 1 + round % 30), keep = random_normal(rng, round % 25);
+    Model h = cover(have, kUniverse), k = cover(keep, kUniverse), want(kUniverse, false);
+    for (uint64_t b = 0; b < kUniverse; b++) want[b] = h[b] && !k[b];
+    std::vector<mmd_range_t> gaps;
+    mmd_ranges_gaps(&have, keep.r, keep.n, collect_gap, &gaps);
+    Model got(kUniverse, false);
+    for (size_t i = 0; i < gaps.size(); i++) {
+      ASSERT_GT(gaps[i].len, 0u);
+      if (i > 0) EXPECT_GE(gaps[i].off, gaps[i - 1].off + gaps[i - 1].len) << "round " << round;
+      for (uint64_t b = gaps[i].off; b < gaps[i].off + gaps[i].len; b++) {
+        EXPECT_FALSE(got[b]) << "byte " << b << " named twice, round " << round;
+        got[b] = true;
+      }
+    }
+    ASSERT_EQ(got, want) << "round " << round;
+    mmd_ranges_free(&have);
+    mmd_ranges_free(&keep);
+  }
 }
 
 }  // namespace
