@@ -33,7 +33,7 @@ import sys
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 RESULTS = os.path.join(REPO, "bench", "results")
 DIST_RESULTS = os.path.join(RESULTS, "2026-11-28-h200-host-dist")
-TREE_RESULTS = os.path.join(RESULTS, "2026-11-28-h200-host-tree")
+TREE_RESULTS = os.path.join(RESULTS, "2026-11-28-h200-dist-tree64")
 
 # ---------------------------------------------------------------------------
 # Constants of the design (docs/dist-design.md, "Layouts" and "Options";
@@ -42,7 +42,7 @@ TREE_RESULTS = os.path.join(RESULTS, "2026-11-28-h200-host-tree")
 
 SLAB = 4096                 # bytes; a slab of 64 B slots holds 64 objects
 CELL = 64                   # kernel-pool cell: a trie node or a slab descriptor
-GRANT_MAX = 16              # a lease grant doubled from 1 to 16 slabs in the checked runs (64 since decision 0012)
+GRANT_MAX = 64              # a lease grant doubles from 1 to 64 slabs (lease.c, decision 0012)
 REFILL = 16                 # a region refills max(need, 16) slabs (region.c)
 PAGE = 1 << 20              # memory moves between schedulers in 1 MiB pages
 BASE_PAGES_MAX = 64         # watermark: min(64, pages / (8 * schedulers)) per scheduler of a subtree
@@ -120,7 +120,7 @@ def read_tree_runs(tree_dir):
 
 def lease_calls(allocs, slot=64):
     """LEASE round trips to allocate `allocs` objects of `slot` bytes in a
-    fresh region: the grant doubles 1, 2, 4, 8, 16 (lease.c), the region
+    fresh region: the grant doubles 1, 2, 4, ... GRANT_MAX (lease.c), the region
     refills max(want, 16) slabs, and a lease takes what the region's pool
     has before refilling (region.c: mmd_region_lease), so a short grant
     comes where a refill's leftover runs out."""
@@ -723,7 +723,7 @@ def per_worker_shape(n):
 
 
 def validation_md(v, c):
-    L = ["## Check against the 64-worker runs (bench/results/2026-11-28-h200-host-tree)", "",
+    L = [f"## Check against the 64-worker runs ({v['source']})", "",
          f"{v['workers']} workers x {v['allocs']} sys_alloc of 64 B on {v['cores']} cores "
          "(65, 69 and 85 ranks: 4-5 a core). Measured: the mean of run1 and run2 (range in brackets).", "",
          "### Counts (predicted from the protocol alone)", "",
@@ -898,14 +898,14 @@ def constants_md(c, args):
             f"| leased sys_alloc | {1e3 * c['t_alloc']:.1f} ns | latency_local.json alloc_batch_ns |",
             f"| scheduler work per object of a BALLOC | {1e3 * c['c_obj']:.1f} ns | latency_remote.json "
             "balloc_ns_per_object |",
-            f"| S_L, a LEASE of 16 slabs with 16 reports, dedicated core | {args.s_lease:.2f} us | "
-            "estimate: S + 16 slabs x 3 x the BALLOC per-object work + 16 reports x 1 x it "
+            f"| S_L, a LEASE of {GRANT_MAX} slabs with {GRANT_MAX} reports, dedicated core | {args.s_lease:.2f} us | "
+            f"estimate: S + {GRANT_MAX} slabs x 3 x the BALLOC per-object work + {GRANT_MAX} reports x 1 x it "
             "(--s-lease); the 64-worker fit under time sharing is an upper bound |",
             f"| first touch of a 4 KiB page | {args.page_fault_us:.2f} us | assumed (--page-fault-us) |",
             "| forwarding, notices, RALLOC/RFREE, GRANT | 1, 0.5, 2, 2 x S | assumed from the message "
             "work each does |",
             f"| MPI state per connected peer | {MPI_PEER_BYTES >> 10} KiB | assumed |",
-            "| slab, cell, grant, refill, watermarks, load slack | 4 KiB, 64 B, 1->16 slabs, 16 slabs, "
+            f"| slab, cell, grant, refill, watermarks, load slack | 4 KiB, 64 B, 1->{GRANT_MAX} slabs, 16 slabs, "
             "min(64, pages / 8n) MiB per subtree scheduler, max(4, 1/8) | docs/dist-reference.md Fixed sizes, dist-design.md "
             "Layouts |",
             f"| space for the projections | {SPACE_MAX >> 40} TiB | MANYMALLOC_DIST_SPACE's maximum: "
@@ -922,7 +922,7 @@ def main():
     p.add_argument("--out", default=os.path.join(REPO, "build", "bench", "dist"))
     p.add_argument("--dist-results", default=DIST_RESULTS)
     p.add_argument("--tree-results", default=TREE_RESULTS)
-    p.add_argument("--s-lease", type=float, help="us a LEASE of 16 slabs takes a scheduler "
+    p.add_argument("--s-lease", type=float, help=f"us a LEASE of {GRANT_MAX} slabs takes a scheduler "
                    "(default: estimated from S and the BALLOC per-object work)")
     p.add_argument("--page-fault-us", type=float, default=0.5)
     p.add_argument("--no-plots", action="store_true")
@@ -933,6 +933,7 @@ def main():
     if args.s_lease is None:
         args.s_lease = default_s_lease(c)
     v = validate(c, read_tree_runs(args.tree_results))
+    v["source"] = os.path.relpath(args.tree_results, REPO)
     proj = project(c, args)
     os.makedirs(args.out, exist_ok=True)
     md = ["<!-- python3 bench/dist/model.py; docs/dist-scaling.md explains it -->",
