@@ -430,12 +430,13 @@ TEST(Tree, AllocFreeAndTransferInAnotherLeafsRegion) {
       ASSERT_EQ(sys_recv(partner(), &got, 1, nullptr, 0), SYS_OK);
       EXPECT_TRUE(last.intact()) << "after the second round trip";
       EXPECT_EQ(stats_of(r, 0).live_objects, int64_t(last.count()));
-      // Those of ours the partner freed are free here, unless a later
-      // object of the partner's took the address again.
-      std::set<uint64_t> reused;
-      for (size_t i = 0; i < last.count(); i++) reused.insert(last.words[3 * i]);
+      // Those of ours the partner freed are free here. The other pair's
+      // region lives on this leaf too and may have taken such an address
+      // again: the checks wait until every worker is done allocating, and
+      // free only an address no region holds (else it would free theirs).
+      ASSERT_EQ(sys_barrier(), SYS_OK);
       for (size_t i = 0; i < ours.count(); i += 2)
-        if (kSizes[i] > 4096 && !reused.count(ours.words[3 * i]))
+        if (kSizes[i] > 4096 && sys_usable_size(ours.address(i)) == 0)
           EXPECT_EQ(sys_free(ours.address(i)), SYS_ERR_FREED) << "freed by the partner";
       ASSERT_EQ(sys_rfree(r), SYS_OK);
       send_words(partner(), {uint64_t(r)});
@@ -478,15 +479,13 @@ TEST(Tree, AllocFreeAndTransferInAnotherLeafsRegion) {
       std::set<uint64_t> own;
       for (size_t i = 0; i < mine.count(); i++) own.insert(mine.words[3 * i]);
       Manifest last;
+      std::vector<void *> freed_here;   // large ones: double-freed once no worker allocates
       size_t k = 0;
       for (size_t i = 0; i < live.count(); i++) {
         const bool partners = own.count(live.words[3 * i]) == 0;
         if (partners && k++ % 2 == 0) {
           ASSERT_EQ(sys_free(live.address(i)), SYS_OK) << "an object of the partner's, " << i;
-          if (live.words[3 * i + 1] > 4096) {
-            EXPECT_EQ(sys_usable_size(live.address(i)), 0u) << "an object of the partner's, freed here";
-            EXPECT_EQ(sys_free(live.address(i)), SYS_ERR_FREED) << "a double free in another leaf's region";
-          }
+          if (live.words[3 * i + 1] > 4096) freed_here.push_back(live.address(i));
         } else {
           last.words.insert(last.words.end(), live.words.begin() + long(3 * i), live.words.begin() + long(3 * i + 3));
         }
@@ -503,6 +502,10 @@ TEST(Tree, AllocFreeAndTransferInAnotherLeafsRegion) {
       }
       send_words(partner(), last.words);
       ASSERT_EQ(sys_send(partner(), &r, 1, nullptr, 0), SYS_OK);
+      ASSERT_EQ(sys_barrier(), SYS_OK);   // every worker done allocating (see above)
+      for (void *p : freed_here)
+        if (sys_usable_size(p) == 0)
+          EXPECT_EQ(sys_free(p), SYS_ERR_FREED) << "a double free in another leaf's region";
       recv_words(partner());  // r is freed
       FrozenIds frozen;
       EXPECT_EQ(sys_alloc(64, r), nullptr);
