@@ -325,23 +325,26 @@ TEST(Purge, LargeBlockTakesTheBestFittingCachedMapping) {
 }
 
 // Large blocks from malloc get mappings advised for transparent huge pages
-// (a fault per 2 MiB instead of per 4 KiB where the kernel has them);
-// calloc's do not (big zeroed arrays are often written sparsely), nor any
-// with MANYMALLOC_LARGE_HUGEPAGES=0.
-void expect_hugepage_advice(const std::vector<std::string> &env, int plain, int zeroed) {
+// (a fault per 2 MiB instead of per 4 KiB where the kernel has them), from
+// 4 MiB on, also when realloc grows them to that; calloc's do not (big
+// zeroed arrays are often written sparsely), nor any with
+// MANYMALLOC_LARGE_HUGEPAGES=0.
+void expect_hugepage_advice(const std::vector<std::string> &env, int plain, int zeroed, int grown) {
   if (access("/sys/kernel/mm/transparent_hugepage/enabled", F_OK) != 0)
     GTEST_SKIP() << "this kernel has no transparent huge pages";
   const ProgramResult r = run_checked({MM_PURGE_CHILD, "hugepages"}, env);
-  int got_plain = -1, got_zeroed = -1;
-  ASSERT_EQ(sscanf(r.out.c_str(), "%d %d", &got_plain, &got_zeroed), 2) << r.out;
+  int got_plain = -1, got_zeroed = -1, got_small = -1, got_grown = -1;
+  ASSERT_EQ(sscanf(r.out.c_str(), "%d %d %d %d", &got_plain, &got_zeroed, &got_small, &got_grown), 4) << r.out;
   EXPECT_EQ(got_plain, plain) << "malloc'd 8 MiB block";
   EXPECT_EQ(got_zeroed, zeroed) << "calloc'd 8 MiB block";
+  EXPECT_EQ(got_small, 0) << "malloc'd 2 MiB block";
+  EXPECT_EQ(got_grown, grown) << "2 MiB block grown to 8 MiB by realloc";
 }
 
-TEST(Purge, LargeMallocMappingIsAdvisedForHugePagesByDefault) { expect_hugepage_advice({}, 1, 0); }
+TEST(Purge, LargeMallocMappingIsAdvisedForHugePagesByDefault) { expect_hugepage_advice({}, 1, 0, 1); }
 
 TEST(Purge, LargeMappingsAreNotAdvisedForHugePagesWhenTurnedOff) {
-  expect_hugepage_advice({"MANYMALLOC_LARGE_HUGEPAGES=0"}, 0, 0);
+  expect_hugepage_advice({"MANYMALLOC_LARGE_HUGEPAGES=0"}, 0, 0, 0);
 }
 
 TEST(Purge, PurgeOffKeepsFreedMemory) {

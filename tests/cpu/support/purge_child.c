@@ -47,8 +47,9 @@
  * frees it and prints the KiB of mappings that the free gave back to the OS
  * (mm_stats_t.bytes_mapped before and after).
  * `purge_child hugepages` prints whether the mappings of a malloc'd and of
- * a calloc'd block of 8 MiB are advised for transparent huge pages ("hg"
- * among the VmFlags of /proc/self/smaps): 1 or 0 each. */
+ * a calloc'd block of 8 MiB, and of a block malloc'd at 2 MiB before and
+ * after realloc grows it to 8 MiB, are advised for transparent huge pages
+ * ("hg" among the VmFlags of /proc/self/smaps): 1 or 0 each. */
 #define _GNU_SOURCE
 #include <manymalloc/manymalloc.h>
 
@@ -395,11 +396,16 @@ static int mapping_has_flag(const void *p, const char *flag) {
 
 static int hugepages(void) {
   const size_t size = (size_t)8 << 20;
+  char *grown = mm_malloc(2 << 20);
+  int small = grown == NULL ? -1 : mapping_has_flag(grown, "hg");
+  if (grown == NULL || (grown = mm_realloc(grown, size)) == NULL) return 2;
   char *plain = mm_malloc(size), *zeroed = mm_calloc(1, size);
   if (plain == NULL || zeroed == NULL) return 2;
-  printf("%d %d\n", mapping_has_flag(plain, "hg"), mapping_has_flag(zeroed, "hg"));
+  printf("%d %d %d %d\n", mapping_has_flag(plain, "hg"), mapping_has_flag(zeroed, "hg"), small,
+         mapping_has_flag(grown, "hg"));
   mm_free(plain);
   mm_free(zeroed);
+  mm_free(grown);
   return 0;
 }
 
