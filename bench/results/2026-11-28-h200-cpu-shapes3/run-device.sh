@@ -37,6 +37,15 @@ counts() {
         "${cmd[@]}" 2>&1 | grep -v '^trace'
     done
   done > $O/counts/counts.txt 2>&1
+  # where mixed's time goes at 16 threads: the tip, and mimalloc 3.4.3 with and without huge pages
+  m3=$B/peers/mimalloc3/cmeel.prefix/lib/libmimalloc.so.3
+  for who in "tip $B/libmanymalloc.so" "mimalloc3 $m3" "mimalloc3-nothp $m3"; do
+    set -- $who
+    echo "== $1 mixed, 16 threads"
+    env LD_PRELOAD=$2 MIMALLOC_ALLOW_THP=$([ $1 = mimalloc3-nothp ] && echo 0 || echo 1) \
+      perf record -q -F 1999 -g -o /tmp/p.data -- $B/bench-mixed --threads 16 --ops 200000
+    perf report -i /tmp/p.data --stdio --no-children --sort dso,sym -g none 2>/dev/null | grep -v '^#' | grep -v '^$' | head -25
+  done > $O/counts/profile-mixed.txt 2>&1
 }
 step counts counts
 # 2. the bench set at 16 threads, six allocators
