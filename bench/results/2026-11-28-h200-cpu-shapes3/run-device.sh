@@ -50,10 +50,10 @@ counts() {
 step counts counts
 # 2. the bench set at 16 threads, six allocators
 step cpu16 "${run[@]}" --quick --scale 0.05 --reps 5 --threads 16 --pin --only '^(?!traces$)' --out $O/cpu16
-# 3. base, 0096 alone and the tip on the bench set, interleaved, at 1 and 16 threads
+# 3. base, 0096 alone and the tip on the bench set, interleaved, at 16 threads
 ab() {
   mkdir -p $O/ab
-  python3 tip/bench/results/2026-11-28-h200-cpu-large/ab.py --bench $B --threads 1,16 --scale 0.05 --reps 5 \
+  python3 tip/bench/results/2026-11-28-h200-cpu-large/ab.py --bench $B --threads 16 --scale 0.05 --reps 5 \
     --json $O/ab/ab.json base=base/build-dev/libmanymalloc.so owed=owed/build-dev/libmanymalloc.so \
     tip=$B/libmanymalloc.so | tee $O/ab/ab.txt
 }
