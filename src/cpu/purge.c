@@ -125,7 +125,7 @@ static void mm_purge_owe(mm_heap_t *heap, size_t units) {
 
 /* The growth owed since the delay began goes back from free spans, their
  * tails only; what they cannot match is forgiven. */
-static void mm_purge_owed(mm_heap_t *heap, uint64_t now) {
+static void mm_purge_repay(mm_heap_t *heap, uint64_t now) {
   mm_purge_t *purge = &heap->purge;
   if (purge->owed_since == 0) return;
   if (mm_purge_delay_end(purge->owed_since) > now) {
@@ -245,7 +245,7 @@ void _mm_purge_expired(mm_heap_t *heap, uint64_t now) {
   heap->purge.due = 0;
   _mm_segment_purge_expired(heap, now);
   _mm_span_purge_expired(heap, now);
-  mm_purge_owed(heap, now);
+  mm_purge_repay(heap, now);
   if (heap->purge.kept_waiting) mm_purge_kept_waiting(heap);
 }
 
