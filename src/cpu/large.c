@@ -243,15 +243,25 @@ static bool mm_large_keeps(size_t have, size_t want) {
   return want <= have && want >= have / 2;
 }
 
+/* Whether a mapping of `mapped` bytes gets transparent huge pages; one
+ * mapped smaller gets them when it grows to that (mm_large_remap), so a
+ * block that realloc grows past 4 MiB faults in per 2 MiB like one that
+ * malloc made that big (decision 0097: huge pages for grown mappings). */
+static bool mm_large_wants_hugepages(size_t mapped) {
+  return _mm_options.large_hugepages && mapped >= 2 * MM_HUGEPAGE_SIZE;
+}
+
 /* The mapping at `seg` resized to `mapped` bytes, in place or with its
  * pages moved by mremap (no copy); NULL, the mapping as it was, when
- * neither works. */
+ * neither works.  Its advice for huge pages moves with it. */
 static mm_segment_t *mm_large_remap(mm_segment_t *seg, size_t mapped) {
-  if (!_mm_os_resize(seg, seg->mapped_size, mapped)) {
-    seg = _mm_os_move_aligned(seg, seg->mapped_size, mapped, MM_SEGMENT_SIZE);
+  size_t old = seg->mapped_size;
+  if (!_mm_os_resize(seg, old, mapped)) {
+    seg = _mm_os_move_aligned(seg, old, mapped, MM_SEGMENT_SIZE);
     if (seg == NULL) return NULL;
   }
   seg->mapped_size = mapped;
+  if (mm_large_wants_hugepages(mapped) && !mm_large_wants_hugepages(old)) _mm_os_advise_hugepages(seg, mapped);
   return seg;
 }
 
@@ -343,7 +353,7 @@ void *_mm_large_alloc(size_t size, size_t alignment, bool zero) {
   seg->block_offset = offset;
   seg->block_size = mapped - offset;
   /* advised once the header is written: its first 2 MiB then stay in 4 KiB pages */
-  if (fresh && _mm_options.large_hugepages && !zero && mapped >= 2 * MM_HUGEPAGE_SIZE) _mm_os_advise_hugepages(seg, mapped);
+  if (fresh && !zero && mm_large_wants_hugepages(mapped)) _mm_os_advise_hugepages(seg, mapped);
   _mm_checked_on_map(seg);
   _mm_stats_large(1, (intptr_t)seg->block_size);
   mm_atomic_raise(&mm_large_peak, _mm_stats_large_bytes());

@@ -14,7 +14,8 @@
  * memory stays near its live size, as glibc's does by handing a free chunk
  * to any size.  Away from the heap's peak only free spans give back, and
  * faults are not matched: a program that frees and allocates as much again
- * would otherwise give back and fault in the same pages every round.  At
+ * would otherwise give back and fault in the same pages every round.  With
+ * many threads growth is matched once the purge delay is over.  At
  * the peak, and only while few threads have heaps (each madvise interrupts
  * every other CPU running the process), free page slots and free blocks
  * inside pages give back too.
@@ -106,11 +107,42 @@ static size_t mm_purge_shrink_pages(mm_heap_t *heap, size_t units) {
  * Giving back as the heap grows
  * ------------------------------------------------------------------------- */
 
+/* With more threads than MANYMALLOC_SHRINK_THREADS, each madvise makes
+ * every other CPU running the process flush its TLB: growth is matched once
+ * the purge delay since its oldest unmatched part is over, in one pass over
+ * the runs still free then, so that runs freed and cut again meanwhile
+ * neither go back nor fault in again (decision 0096: growth matched after
+ * the delay with many threads). */
+static void mm_purge_owe(mm_heap_t *heap, size_t units) {
+  mm_purge_t *purge = &heap->purge;
+  /* no more than the free spans could match now: growth while none is free is forgiven */
+  purge->owed = purge->owed + units < heap->span_resident ? purge->owed + units : heap->span_resident;
+  if (purge->owed == 0 || purge->owed_since != 0) return;
+  uint64_t now = _mm_os_clock_ms();
+  purge->owed_since = now != 0 ? now : 1;
+  _mm_purge_schedule(heap, mm_purge_delay_end(now));
+}
+
+/* The growth owed since the delay began goes back from free spans, their
+ * tails only; what they cannot match is forgiven. */
+static void mm_purge_repay(mm_heap_t *heap, uint64_t now) {
+  mm_purge_t *purge = &heap->purge;
+  if (purge->owed_since == 0) return;
+  if (mm_purge_delay_end(purge->owed_since) > now) {
+    _mm_purge_schedule(heap, mm_purge_delay_end(purge->owed_since));
+    return;
+  }
+  _mm_span_purge(heap, purge->owed, false);
+  purge->owed = 0;
+  purge->owed_since = 0;
+}
+
 /* Gives back as many units as the heap took afresh, from free spans that
  * are resident (the largest first).  At its peak it also gives back as many
  * as it faulted in again, and where the spans fall short, the spare pages,
  * the resident memory of free page slots and the OS pages of free blocks
- * inside pages.  Called where no page or span is in hand. */
+ * inside pages.  With many threads it only owes the growth
+ * (mm_purge_owe).  Called where no page or span is in hand. */
 void _mm_purge_growth(mm_heap_t *heap) {
   mm_purge_t *purge = &heap->purge;
   bool few_threads = _mm_few_threads();
@@ -120,7 +152,11 @@ void _mm_purge_growth(mm_heap_t *heap) {
   purge->refaulted = 0;
   if (want < MM_GROWN_BATCH) return; /* faulted in away from the peak: nothing to match yet */
   purge->grown = 0;
-  size_t given = _mm_span_purge(heap, want, few_threads);
+  if (!few_threads) {
+    mm_purge_owe(heap, want);
+    return;
+  }
+  size_t given = _mm_span_purge(heap, want, true);
   if (!at_peak) return;
   _mm_heap_release_spares(heap);
   if (given < want) given += _mm_segment_purge_free_slots(heap, want - given);
@@ -209,6 +245,7 @@ void _mm_purge_expired(mm_heap_t *heap, uint64_t now) {
   heap->purge.due = 0;
   _mm_segment_purge_expired(heap, now);
   _mm_span_purge_expired(heap, now);
+  mm_purge_repay(heap, now);
   if (heap->purge.kept_waiting) mm_purge_kept_waiting(heap);
 }
 
@@ -230,6 +267,8 @@ void _mm_purge_collect(mm_heap_t *heap, bool release_all) {
     _mm_segment_retired_hand_over(heap);
   }
   heap->purge.due = 0;
+  heap->purge.owed = 0;
+  heap->purge.owed_since = 0;
   heap->purge.kept_waiting = false;
 }
 

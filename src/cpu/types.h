@@ -215,6 +215,8 @@ typedef struct mm_purge_s {
   intptr_t budget;        /* 4 KiB units pages may still give back now */
   uint64_t budget_at;     /* ms: when the budget last grew; 0: never */
   uint64_t due;           /* ms: when some of the heap's memory is next due to go back; 0: none */
+  uintptr_t owed;         /* units of growth that free spans match once the delay is over (many threads) */
+  uint64_t owed_since;    /* ms: when the oldest of `owed` grew; 0: nothing owed */
   bool kept_waiting;      /* an emptied kept page waits out the delay before it gives back */
 } mm_purge_t;
 

@@ -109,11 +109,14 @@ TEST(Purge, NextThreadReusesAnExitedThreadsMemory) {
 }
 
 // A heap that grows gives back as much free memory as it grew: with few
-// threads whole free runs (the largest first), with more threads than
-// MANYMALLOC_SHRINK_THREADS only the part that matches the growth, since
-// each madvise then interrupts the other threads.
-size_t resident_after_growth(const std::vector<std::string> &env) {
-  const ProgramResult r = run_checked({MM_PURGE_CHILD, "growth"}, env);
+// threads whole free runs (the largest first), at once; with more threads
+// than MANYMALLOC_SHRINK_THREADS, each madvise then interrupting the other
+// threads, only the part that matches the growth, once the purge delay is
+// over (runs cut again meanwhile stay).
+size_t resident_after_growth(const std::vector<std::string> &env, const char *wait = nullptr) {
+  std::vector<std::string> argv{MM_PURGE_CHILD, "growth"};
+  if (wait != nullptr) argv.push_back(wait);
+  const ProgramResult r = run_checked(argv, env);
   size_t kib = 0;
   EXPECT_EQ(sscanf(r.out.c_str(), "%zu", &kib), 1) << r.out;
   return kib;
@@ -123,9 +126,14 @@ TEST(Purge, GrowthGivesBackWholeFreeRunsWithFewThreads) {
   EXPECT_LE(resident_after_growth({kKeepFreed}), 64u);
 }
 
-TEST(Purge, GrowthGivesBackOnlyItsOwnSizeWithManyThreads) {
+TEST(Purge, GrowthWaitsForTheDelayWithManyThreads) {
+  EXPECT_GE(resident_after_growth({kKeepFreed, "MANYMALLOC_SHRINK_THREADS=0"}), 3072u - 64)
+      << "gave back before the delay";
+}
+
+TEST(Purge, GrowthGivesBackOnlyItsOwnSizeAfterTheDelayWithManyThreads) {
   // 640 KiB of growth against 3072 KiB of free memory
-  const size_t kib = resident_after_growth({kKeepFreed, "MANYMALLOC_SHRINK_THREADS=0"});
+  const size_t kib = resident_after_growth({"MANYMALLOC_SHRINK_THREADS=0"}, "wait");
   EXPECT_GE(kib, 3072u - 640 - 256) << "gave back more than it grew";
   EXPECT_LE(kib, 3072u - 640 + 64) << "gave back less than it grew";
 }
@@ -317,23 +325,26 @@ TEST(Purge, LargeBlockTakesTheBestFittingCachedMapping) {
 }
 
 // Large blocks from malloc get mappings advised for transparent huge pages
-// (a fault per 2 MiB instead of per 4 KiB where the kernel has them);
-// calloc's do not (big zeroed arrays are often written sparsely), nor any
-// with MANYMALLOC_LARGE_HUGEPAGES=0.
-void expect_hugepage_advice(const std::vector<std::string> &env, int plain, int zeroed) {
+// (a fault per 2 MiB instead of per 4 KiB where the kernel has them), from
+// 4 MiB on, also when realloc grows them to that; calloc's do not (big
+// zeroed arrays are often written sparsely), nor any with
+// MANYMALLOC_LARGE_HUGEPAGES=0.
+void expect_hugepage_advice(const std::vector<std::string> &env, int plain, int zeroed, int grown) {
   if (access("/sys/kernel/mm/transparent_hugepage/enabled", F_OK) != 0)
     GTEST_SKIP() << "this kernel has no transparent huge pages";
   const ProgramResult r = run_checked({MM_PURGE_CHILD, "hugepages"}, env);
-  int got_plain = -1, got_zeroed = -1;
-  ASSERT_EQ(sscanf(r.out.c_str(), "%d %d", &got_plain, &got_zeroed), 2) << r.out;
+  int got_plain = -1, got_zeroed = -1, got_small = -1, got_grown = -1;
+  ASSERT_EQ(sscanf(r.out.c_str(), "%d %d %d %d", &got_plain, &got_zeroed, &got_small, &got_grown), 4) << r.out;
   EXPECT_EQ(got_plain, plain) << "malloc'd 8 MiB block";
   EXPECT_EQ(got_zeroed, zeroed) << "calloc'd 8 MiB block";
+  EXPECT_EQ(got_small, 0) << "malloc'd 2 MiB block";
+  EXPECT_EQ(got_grown, grown) << "2 MiB block grown to 8 MiB by realloc";
 }
 
-TEST(Purge, LargeMallocMappingIsAdvisedForHugePagesByDefault) { expect_hugepage_advice({}, 1, 0); }
+TEST(Purge, LargeMallocMappingIsAdvisedForHugePagesByDefault) { expect_hugepage_advice({}, 1, 0, 1); }
 
 TEST(Purge, LargeMappingsAreNotAdvisedForHugePagesWhenTurnedOff) {
-  expect_hugepage_advice({"MANYMALLOC_LARGE_HUGEPAGES=0"}, 0, 0);
+  expect_hugepage_advice({"MANYMALLOC_LARGE_HUGEPAGES=0"}, 0, 0, 0);
 }
 
 TEST(Purge, PurgeOffKeepsFreedMemory) {

@@ -113,6 +113,14 @@ size_t random_large_size(std::mt19937_64 &rng) { return MiB + 1 + rng() % (11 * 
 // its free, while other threads take and free either part.
 size_t random_split_size(std::mt19937_64 &rng) { return MiB + 1 + rng() % (31 * MiB); }
 
+// Span blocks of 32 KiB - 768 KiB beside small blocks: with more threads
+// than MANYMALLOC_SHRINK_THREADS, the heap's growth is owed and matched
+// from the free runs left once the purge delay is over, while the threads
+// cut, free and merge runs (and hand them over) meanwhile.
+size_t random_span_size(std::mt19937_64 &rng) {
+  return rng() % 10 < 7 ? 32 * KiB + 1 + rng() % (736 * KiB) : 16 + rng() % (4 * KiB);
+}
+
 // What a run does: its threads, phases, operations per thread and phase,
 // the live blocks a thread keeps at most, and the sizes it asks for.
 struct Profile {
@@ -124,6 +132,7 @@ struct Profile {
 constexpr Profile kMixed{kMaxThreads, 4, 25000, 600, random_size};
 constexpr Profile kLargeOnly{8, 3, 200, 4, random_large_size};
 constexpr Profile kLargeSplit{4, 3, 150, 2, random_split_size};
+constexpr Profile kSpans{8, 3, 4000, 100, random_span_size};
 
 class Worker {
  public:
@@ -295,5 +304,9 @@ TEST(Stress, ThreadsWithRemoteFreesOfLargeBlocksNeverShareOne) { run_stress(kLar
 // 4 threads of large blocks of 1-32 MiB: cached mappings cut for smaller
 // blocks and joined again at their frees, across threads.
 TEST(Stress, LargeMappingsSplitAndJoinedAcrossThreadsNeverShareABlock) { run_stress(kLargeSplit); }
+
+// 8 threads of span blocks: growth owed and matched after the delay from
+// runs that other frees keep changing.
+TEST(Stress, SpanGrowthMatchedAfterTheDelayNeverTouchesALiveBlock) { run_stress(kSpans); }
 
 }  // namespace

@@ -13,7 +13,8 @@
  * prints the page faults that second thread took.  `purge_child growth`
  * frees 3 MiB of spans, grows the span after them in place over fresh
  * memory from 256 KiB to 896 KiB, 64 KiB at a time, and prints the KiB of the
- * freed 3 MiB still resident.  `purge_child large [MIB [COUNT [KEPT]]]`
+ * freed 3 MiB still resident; `purge_child growth wait` prints them after
+ * 200 ms and a malloc instead.  `purge_child large [MIB [COUNT [KEPT]]]`
  * allocates KEPT blocks (0) of MIB MiB (6), mappings of their own, that stay
  * in use unwritten, then allocates and writes COUNT more (1) and frees them
  * (the cache of large mappings keeps what it may), and prints the same three
@@ -46,8 +47,9 @@
  * frees it and prints the KiB of mappings that the free gave back to the OS
  * (mm_stats_t.bytes_mapped before and after).
  * `purge_child hugepages` prints whether the mappings of a malloc'd and of
- * a calloc'd block of 8 MiB are advised for transparent huge pages ("hg"
- * among the VmFlags of /proc/self/smaps): 1 or 0 each. */
+ * a calloc'd block of 8 MiB, and of a block malloc'd at 2 MiB before and
+ * after realloc grows it to 8 MiB, are advised for transparent huge pages
+ * ("hg" among the VmFlags of /proc/self/smaps): 1 or 0 each. */
 #define _GNU_SOURCE
 #include <manymalloc/manymalloc.h>
 
@@ -120,7 +122,9 @@ static void *in_thread(void *(*fn)(void *), void *arg) {
   return result;
 }
 
-static int growth(void) {
+static void pause_then_slow_path(size_t size);
+
+static int growth(bool wait) {
   const size_t block = (size_t)1 << 20, step = (size_t)64 << 10;
   char *freed[3];
   for (int i = 0; i < 3; i++) {
@@ -136,6 +140,7 @@ static int growth(void) {
     memset(p + size - step, 0x5a, step);
     mm_free(mm_malloc(160 + 32 * k)); /* a class's first malloc: the slow path, where growth is matched */
   }
+  if (wait) pause_then_slow_path(1024);
   printf("%zu\n", resident_kib_of(freed[0], 3 * block));
   mm_free(grown);
   return 0;
@@ -391,17 +396,22 @@ static int mapping_has_flag(const void *p, const char *flag) {
 
 static int hugepages(void) {
   const size_t size = (size_t)8 << 20;
+  char *grown = mm_malloc(2 << 20);
+  int small = grown == NULL ? -1 : mapping_has_flag(grown, "hg");
+  if (grown == NULL || (grown = mm_realloc(grown, size)) == NULL) return 2;
   char *plain = mm_malloc(size), *zeroed = mm_calloc(1, size);
   if (plain == NULL || zeroed == NULL) return 2;
-  printf("%d %d\n", mapping_has_flag(plain, "hg"), mapping_has_flag(zeroed, "hg"));
+  printf("%d %d %d %d\n", mapping_has_flag(plain, "hg"), mapping_has_flag(zeroed, "hg"), small,
+         mapping_has_flag(grown, "hg"));
   mm_free(plain);
   mm_free(zeroed);
+  mm_free(grown);
   return 0;
 }
 
 int main(int argc, char **argv) {
   const char *mode = argc > 1 ? argv[1] : "";
-  if (strcmp(mode, "growth") == 0) return growth();
+  if (strcmp(mode, "growth") == 0) return growth(argc > 2 && strcmp(argv[2], "wait") == 0);
   if (strcmp(mode, "hugepages") == 0) return hugepages();
   if (strcmp(mode, "large-best") == 0) return large_best();
   if (strcmp(mode, "large-split") == 0) return large_split();
