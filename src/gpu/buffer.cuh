@@ -204,18 +204,14 @@ __device__ inline char *xmc_buffer_get_warp(unsigned group, int cls, bool whole)
     const unsigned salt = xmc_warp_salt(), rank = xmc_warp_rank(group);
     const unsigned index = xmc_buffer_index(cls, salt);
     const xmc_fifo_ref fifo = xmc_buffer_fifo(index);
-    // Both glances overlap the exchange.
-    const xmc_fifo_glance glance = xmc_fifo_glance_at(fifo.f);
-    const bool sb_seen = h.superblocks && xmc_sb_glance_here(cls).any();
+    const xmc_fifo_glance glance = xmc_fifo_glance_at(fifo.f);  // overlaps the exchange
     // A buffer whose FIFO was never used (on a fresh heap, every one): no
     // slot has overflowed yet and nothing is published, so a shared chunk's
     // request skips both looks below, each a round trip for nothing. What is
     // published is found by requests for whole blocks, by any request once
-    // the FIFO was used, and by all when the heap looks exhausted; but not
-    // when the glance at this SM's published Superblocks saw none, so that
-    // the look is no round trip of its own where there is nothing to find.
+    // the FIFO was used, and by all when the heap looks exhausted.
     const bool fresh = glance.never_used();
-    published = (whole || !fresh) && sb_seen;
+    published = whole || !fresh;
     const unsigned pick = xmc_hot_pick(salt + (rank << h.buffers_per_sm_log2));
     if (rank < xmc_hot_slots) {
       // Acquire only: taking a chunk publishes nothing.

@@ -331,25 +331,16 @@ __device__ inline uint32_t xmc_sb_published_anywhere(int cls) {
   return xmc_nil;
 }
 
-// Whether this SM's buffer or this warp's stack of `cls` looked as if they
-// held a published Superblock (a hint, without ordering; both read in one
-// round trip: on a fresh heap both are empty).
-struct xmc_sb_glance {
-  bool queued, stacked;
-  __device__ bool any() const { return queued || stacked; }
-};
-
-__device__ __forceinline__ xmc_sb_glance xmc_sb_glance_here(int cls) {
-  return {xmc_fifo_maybe_nonempty(xmc_sb_buffer(cls, xmc_sm_id()).f),
-          (uint32_t)xmc_sb_stack_here(cls).load(cuda::memory_order_relaxed) != xmc_nil};
-}
-
 // A published Superblock of `cls`: from this SM's buffer or this warp's
 // stack, or when `everywhere`, from any buffer or stack of the class.
 __device__ inline uint32_t xmc_sb_published(int cls, bool everywhere) {
-  const xmc_sb_glance seen = xmc_sb_glance_here(cls);
-  uint32_t ref = seen.queued ? xmc_fifo_dequeue(xmc_sb_buffer(cls, xmc_sm_id())) : xmc_nil;
-  if (ref == xmc_nil && seen.stacked) ref = xmc_sb_stack_pop(xmc_sb_stack_here(cls));
+  const xmc_fifo_ref fifo = xmc_sb_buffer(cls, xmc_sm_id());
+  xmc_atomic_u64 stack = xmc_sb_stack_here(cls);
+  // Both looked at in one round trip: on a fresh heap both are empty.
+  const bool queued = xmc_fifo_maybe_nonempty(fifo.f);
+  const bool stacked = (uint32_t)stack.load(cuda::memory_order_relaxed) != xmc_nil;
+  uint32_t ref = queued ? xmc_fifo_dequeue(fifo) : xmc_nil;
+  if (ref == xmc_nil && stacked) ref = xmc_sb_stack_pop(stack);
   if (ref == xmc_nil && everywhere) ref = xmc_sb_published_anywhere(cls);
   return ref;
 }
