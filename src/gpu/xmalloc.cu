@@ -169,10 +169,8 @@ static __device__ bool xmc_basicblock_unlive(char *chunk, xmc_mb *mb, uint32_t i
 
 // Lanes of `group` free Basicblocks of one Superblock. A lane alone parks
 // its block in the buffers. More clear the live marks in the Superblock's
-// mask with one atomic (the lanes whose blocks were marked in their tags
-// clear those instead) and give the blocks straight back to it with one
-// more. The frees are counted after that: the return's release would
-// otherwise wait for the counters' atomics, one more round trip.
+// mask with one atomic (the lanes whose blocks came from the buffers clear
+// their tags instead) and give the blocks straight back to it with one more.
 static __device__ void xmc_free_basicblocks(unsigned group, const xmc_block &b) {
   const int cls = (int)b.word;
   char *chunk = b.at - xmc_chunk_header;
@@ -193,10 +191,11 @@ static __device__ void xmc_free_basicblocks(unsigned group, const xmc_block &b) 
   const bool by_tag = !(freed >> b.index & 1) && xmc_chunk_unlive(chunk, &t);
   freed |= xmc_warp_or(group, by_tag ? 1u << b.index : 0);
   if ((int)xmc_lane_id() != leader) return;
-  if (freed) xmc_sb_return_bits(mb, cls, freed);
   xmc_sm_stats *st = xmc_stats_here();
   xmc_stats_add(&st->invalid, __popc(group) - __popc(freed));
-  if (freed) xmc_stats_count_frees(st, cls, __popc(freed));
+  if (!freed) return;
+  xmc_stats_count_frees(st, cls, __popc(freed));
+  xmc_sb_return_bits(mb, cls, freed);
 }
 
 // What lanes free together: the compartments of one chunk, the Basicblocks
