@@ -238,42 +238,21 @@ __device__ inline char *xmc_buffer_get_warp(unsigned group, int cls, bool whole)
   return chunk;
 }
 
-// Where a chunk of class `cls` that this lane frees is parked: its buffer,
-// its exchange slot there, and whether that slot looked occupied. The slot
-// is read without ordering (a hint), ahead of the free's own atomic, so
-// that the look costs no round trip of its own. Only with buffering.
-struct xmc_park {
-  unsigned index, pick;
-  bool occupied;
-};
-
-__device__ __forceinline__ xmc_park xmc_buffer_park_at(int cls) {
-  const unsigned salt = xmc_warp_salt() + xmc_lane_id();
-  const unsigned index = xmc_buffer_index(cls, salt), pick = xmc_hot_pick(salt);
-  return {index, pick, xmc_relaxed_load_u32(xmc_hot_slots_of(index) + pick) != xmc_nil};
-}
-
-// Returns a chunk of class `cls` in `region` (its live bit clear) to the
-// buffers: into its exchange slot when that looked empty at `at`, the chunk
-// it displaces, if any, going on to the FIFO behind it; straight to the FIFO
-// when the slot looked occupied (an exchange would only displace another
-// chunk to it, one round trip later); to its source when the FIFO is full.
-// The free is counted after the chunk is parked: the release of the parking
-// exchange would otherwise wait for the counters' atomics (a round trip),
-// and a reclaimer that sees the count can find the chunk.
-__device__ inline void xmc_buffer_put(char *chunk, int cls, uint32_t region, xmc_park at) {
-  if (xmc_c_heap.buffering) {
-    uint32_t ref = xmc_ref(chunk, region);
-    if (!at.occupied) ref = xmc_hot_slot(at.index, at.pick).exchange(ref, cuda::memory_order_acq_rel);
-    if (ref == xmc_nil || xmc_fifo_enqueue(xmc_buffer_fifo(at.index), ref))
+// Returns a chunk of class `cls` in `region` (its live bit clear) into an
+// exchange slot; the chunk it displaces goes on to the FIFO behind it, or to
+// its source. The free is counted after the chunk is parked: the release of
+// the parking exchange would otherwise wait for the counters' atomics (a
+// round trip), and a reclaimer that sees the count can find the chunk.
+__device__ inline void xmc_buffer_put(char *chunk, int cls, uint32_t region) {
+  const xmc_heap &h = xmc_c_heap;
+  if (h.buffering) {
+    const unsigned salt = xmc_warp_salt() + xmc_lane_id();
+    const unsigned index = xmc_buffer_index(cls, salt);
+    uint32_t ref = xmc_hot_slot(index, xmc_hot_pick(salt)).exchange(xmc_ref(chunk, region), cuda::memory_order_acq_rel);
+    if (ref == xmc_nil || xmc_fifo_enqueue(xmc_buffer_fifo(index), ref))
       return xmc_stats_count_frees(xmc_stats_here(), cls, 1);
     chunk = xmc_deref(ref);
   }
   xmc_stats_count_frees(xmc_stats_here(), cls, 1);
   xmc_chunk_sink(chunk);
-}
-
-// As above, the slot looked at only now.
-__device__ inline void xmc_buffer_put(char *chunk, int cls, uint32_t region) {
-  xmc_buffer_put(chunk, cls, region, xmc_c_heap.buffering ? xmc_buffer_park_at(cls) : xmc_park{});
 }

@@ -91,11 +91,9 @@ __device__ inline int xmc_coalesce_release(unsigned group, char *chunk, uint64_t
   return (bits & live) && !(live & ~bits) ? (int)xmc_coalesced::cls(old) : -1;
 }
 
-// The last compartment is gone: the chunk goes back to its class, parked
-// `at` (read for the class the group saw in the chunk's word). A chunk
+// The last compartment is gone: the chunk goes back to its class. A chunk
 // shared by compartments never had its live bit set (no pointer to it was
 // handed out, so xmcFree of its start is taken for its first compartment).
-__device__ inline void xmc_coalesce_recycle(char *chunk, int cls, uint32_t seen_cls, xmc_park at) {
-  if (cls != (int)seen_cls) return xmc_buffer_put(chunk, cls, xmc_region_of(chunk));
-  xmc_buffer_put(chunk, cls, xmc_region_of(chunk), at);
+__device__ inline void xmc_coalesce_recycle(char *chunk, int cls) {
+  xmc_buffer_put(chunk, cls, xmc_region_of(chunk));
 }

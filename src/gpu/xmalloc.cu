@@ -149,15 +149,10 @@ static __device__ void xmc_free_chunk(char *chunk) {
   xmc_mb_free((xmc_mb *)chunk);
 }
 
-// Lanes of `group` free compartments of one chunk: one atomic for all. The
-// leader looks at where the chunk would be parked beside it.
+// Lanes of `group` free compartments of one chunk: one atomic for all.
 static __device__ void xmc_free_compartments(unsigned group, const xmc_block &b) {
-  const uint32_t seen_cls = xmc_coalesced::cls(b.word);
-  const bool leads = (int)xmc_lane_id() == xmc_warp_leader(group);
-  const bool look = leads && xmc_c_heap.buffering && seen_cls < (uint32_t)xmc_classes;
-  const xmc_park at = look ? xmc_buffer_park_at((int)seen_cls) : xmc_park{};
   const int cls = xmc_coalesce_release(group, b.at, b.word, xmc_warp_bits(group, b.index));
-  if (cls >= 0) xmc_coalesce_recycle(b.at, cls, seen_cls, at);
+  if (cls >= 0) xmc_coalesce_recycle(b.at, cls);
 }
 
 // Clears the live mark of a Basicblock freed alone: in its tag (taken from
@@ -176,9 +171,7 @@ static __device__ void xmc_free_basicblocks(unsigned group, const xmc_block &b) 
   char *chunk = b.at - xmc_chunk_header;
   xmc_mb *mb = xmc_sb_holding(chunk, cls, b.index);
   if (__popc(group) == 1) {
-    // Where it would be parked, read beside the atomics that find it live.
-    const xmc_park at = xmc_c_heap.buffering ? xmc_buffer_park_at(cls) : xmc_park{};
-    if (xmc_basicblock_unlive(chunk, mb, b.index)) return xmc_buffer_put(chunk, cls, xmc_region_of(chunk), at);
+    if (xmc_basicblock_unlive(chunk, mb, b.index)) return xmc_buffer_put(chunk, cls, xmc_region_of(chunk));
     xmc_atomic_add(&xmc_stats_here()->invalid, 1);
     return;
   }
