@@ -64,7 +64,16 @@ __device__ __forceinline__ char *xmc_hot_take_seen(unsigned index, uint32_t occu
   return ref != xmc_nil ? xmc_deref(ref) : nullptr;
 }
 
+__device__ __forceinline__ uint64_t *xmc_chunk_tag(char *chunk) { return (uint64_t *)chunk + 3; }
+
 // ---- below the buffers ------------------------------------------------------------
+
+// A chunk handed out whole from the buffers, or a class Memoryblock: its
+// tag's live bit set. (Basicblocks taken from their Superblock to be handed
+// out whole are marked in its live mask instead: superblock.cuh.)
+__device__ __forceinline__ void xmc_chunk_mark_live(char *chunk) {
+  xmc_atomic_or(xmc_chunk_tag(chunk), xmc_tag::live);
+}
 
 // Chunks for the lanes of `group`, marked live when they are to be handed
 // out `whole` (not shared by compartments); `published`: see xmc_sb_take.

@@ -100,18 +100,9 @@ __device__ __forceinline__ int xmc_sb_block_index(uint32_t region, xmc_sb_at at,
 }
 
 // ---- Basicblocks handed out whole --------------------------------------------
-// Taken from their Superblock by a group of lanes, they are marked live in
-// its mask, one atomic for the group; taken by a lane alone, or from the
-// buffers (buffer.cuh), in their own tags, where a free by a lane alone
-// looks first (xmalloc.cu). xmcFree clears whichever is set.
-
-__device__ __forceinline__ uint64_t *xmc_chunk_tag(char *chunk) { return (uint64_t *)chunk + 3; }
-
-// A chunk handed out whole (a Basicblock taken alone or from the buffers, a
-// class Memoryblock): its tag's live bit set.
-__device__ __forceinline__ void xmc_chunk_mark_live(char *chunk) {
-  xmc_atomic_or(xmc_chunk_tag(chunk), xmc_tag::live);
-}
+// Taken from their Superblock, they are marked live in its mask, one atomic
+// for a warp's group; taken from the buffers, in their own tags (buffer.cuh),
+// which needs no lookup. xmcFree clears whichever is set.
 
 __device__ __forceinline__ void xmc_sb_mark_live(xmc_mb *mb, uint32_t bits) { xmc_atomic_or(&xmc_sb_of(mb)->live, bits); }
 
@@ -362,11 +353,8 @@ __device__ inline xmc_mb *xmc_sb_take(int cls, unsigned k, bool everywhere, bool
 }
 
 // Every lane of `group` gets a Basicblock start, or nullptr once the heap is
-// exhausted. One lane claims for all still waiting, one CAS per Superblock.
-// Blocks handed out `whole` are marked live: a group's in one atomic on the
-// Superblock's mask, a lane's alone in its tag, so that its free, most
-// likely alone too, finds the mark at the first try and lanes claiming
-// single blocks of one Superblock do not meet on its mask.
+// exhausted. One lane claims for all still waiting, one CAS per Superblock,
+// and marks the blocks live in one atomic when they are handed out `whole`.
 __device__ inline char *xmc_sb_alloc_warp(unsigned group, int cls, bool everywhere, bool whole, bool published) {
   char *got = nullptr;
   for (;;) {
@@ -377,10 +365,7 @@ __device__ inline char *xmc_sb_alloc_warp(unsigned group, int cls, bool everywhe
     uint32_t taken = 0;
     if ((int)xmc_lane_id() == leader) {
       mb = xmc_sb_take(cls, __popc(want), everywhere, published, &taken);
-      if (mb && whole) {
-        if (want == xmc_lanemask_eq()) xmc_chunk_mark_live(xmc_sb_block(mb, cls, __ffs(taken) - 1));
-        else xmc_sb_mark_live(mb, taken);
-      }
+      if (mb && whole) xmc_sb_mark_live(mb, taken);
     }
     mb = (xmc_mb *)xmc_warp_broadcast(group, (char *)mb, leader);
     taken = xmc_warp_broadcast(group, taken, leader);

@@ -2,8 +2,7 @@
 // tests/gpu/test_xmalloc_stress.cu: many threads at once, under every ablation
 // switch: each block is written whole and checked in a later kernel, live
 // blocks never overlap, diverged warps allocate and free, blocks are freed by
-// other threads in later launches, blocks taken by lanes alone and by groups
-// are freed once either way, and the heap recovers from exhaustion.
+// other threads in later launches, and the heap recovers from exhaustion.
 #include "gpu_test.cuh"
 
 namespace {
@@ -276,64 +275,6 @@ TEST_P(XmcStress, WarpsFreeWholeSuperblocks) {
   DeviceArray<int> bad(1);
   LAUNCH_OK(k_alloc_free_loop<<<GetParam().config.superblocks ? 64 : 8, 256>>>(8, 1024, bad.ptr));
   EXPECT_EQ(0, bad.host()[0]);
-  xmcStats st;
-  XMC_OK(xmcGetStats(&st));
-  EXPECT_EQ(0u, st.bytes_in_use) << gt_unbalanced(st);
-  EXPECT_EQ(doubles, st.invalid_frees) << "every double free is counted, no other free is";
-}
-
-// Every warp asks for one size above the coalescing limit; a third of its
-// lanes ask together (a group's claim, marked live in the Superblock's mask),
-// the others one at a time (a lane alone, marked in its block's tag), so
-// that Superblocks hold blocks marked both ways.
-__global__ void k_alloc_alone_and_together(void **ptrs, size_t *sizes, int n, uint32_t seed) {
-  int i = blockIdx.x * blockDim.x + threadIdx.x;
-  if (i >= n) return;
-  const unsigned lane = threadIdx.x % 32;
-  size_t size = 257 + gt_hash(i / 32 * 0x9e3779b9u + seed) % 3840;
-  void *p = nullptr;
-  if (lane % 3 == 0) p = xmcMalloc(size);
-  else
-    for (unsigned k = 0; k < 32; ++k)
-      if (k == lane) p = xmcMalloc(size);  // no other lane active here
-  if (p) gt_fill(p, size, i);
-  ptrs[i] = p;
-  sizes[i] = size;
-}
-
-// Frees one lane at a time (each alone), in `order` 0: lane order, 1: reversed.
-__global__ void k_free_alone(void **ptrs, int n, int order) {
-  int i = blockIdx.x * blockDim.x + threadIdx.x;
-  if (i >= n) return;
-  const unsigned lane = threadIdx.x % 32;
-  for (unsigned k = 0; k < 32; ++k)
-    if ((order ? 31 - k : k) == lane) xmcFree(ptrs[i]);
-}
-
-TEST_P(XmcStress, BlocksTakenAloneAndTogetherAreFreedOnce) {
-  init(256 << 20, GetParam().config);
-  const int n = gt_scaled(16384) + 7;  // the last warp partly filled
-  DeviceArray<void *> ptrs(n);
-  DeviceArray<size_t> sizes(n);
-  unsigned long long doubles = 0;
-  for (uint32_t round = 0; round < 6; ++round) {
-    LAUNCH_OK(k_alloc_alone_and_together<<<(n + 127) / 128, 128>>>(ptrs.ptr, sizes.ptr, n, round));
-    expect_blocks_ok(ptrs.ptr, sizes.ptr, n, 0);
-    switch (round % 3) {
-    case 0:  // whole warps (groups mixing both marks), then every block again: double frees
-      LAUNCH_OK(k_free_parity<<<(n + 127) / 128, 128>>>(ptrs.ptr, n, -1));
-      if (GetParam().config.superblocks) {  // a block is not reused before the next allocation
-        LAUNCH_OK(k_free_alone<<<(n + 127) / 128, 128>>>(ptrs.ptr, n, 1));
-        doubles += n;
-      }
-      break;
-    case 1:  // each lane alone, whichever way its block was marked
-      LAUNCH_OK(k_free_alone<<<(n + 127) / 128, 128>>>(ptrs.ptr, n, round & 1));
-      break;
-    default:  // by other threads, in other warps
-      LAUNCH_OK(k_free_permuted<<<(n + 127) / 128, 128>>>(ptrs.ptr, n, 7919));
-    }
-  }
   xmcStats st;
   XMC_OK(xmcGetStats(&st));
   EXPECT_EQ(0u, st.bytes_in_use) << gt_unbalanced(st);
