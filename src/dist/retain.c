@@ -74,10 +74,8 @@ void mmd_retain_claim_slow(mmd_worker_t *w, uint64_t off, uint64_t len) {
 
 /* Gives generation g back to the OS. */
 static void retain_give_back(mmd_worker_t *w, int g) {
-  mmd_ranges_t *l = &w->retain.gen[g];
-  mmd_ranges_normalize(l);
-  for (size_t i = 0; i < l->n; i++) mmd_space_discard(w->base, l->r[i].off, l->r[i].len);
-  l->n = 0;
+  mmd_resident_release_runs(w, &w->retain.gen[g], true);
+  w->retain.gen[g].n = 0;
   w->retain.bytes[g] = 0;
 }
 

@@ -69,8 +69,7 @@ static int worker_build(mmd_worker_t *w, mmd_msg_type_t type, const int64_t arg[
 int64_t mmd_call(mmd_worker_t *w, mmd_msg_type_t type, int64_t a0, int64_t a1, int64_t a2,
                  const void *items, size_t nitems) {
   const int64_t arg[3] = {a0, a1, a2};
-  if (w->resident.check_due) mmd_resident_check(w);
-  mmd_retain_tick(w);
+  mmd_worker_tidy(w);
   int rc = worker_build(w, type, arg, items, nitems);
   if (rc != 0) return rc;
   struct timespec t0, t1;

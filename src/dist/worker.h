@@ -102,4 +102,11 @@ static inline void mmd_retain_tick(mmd_worker_t *w) {
   if (w->retain.bytes[0] | w->retain.bytes[1]) mmd_retain_tick_slow(w);
 }
 
+/* What every call into the library owes first or last: the resident check
+ * when due, and giving back retained memory that aged. */
+static inline void mmd_worker_tidy(mmd_worker_t *w) {
+  if (w->resident.check_due) mmd_resident_check(w);
+  mmd_retain_tick(w);
+}
+
 #endif

@@ -172,8 +172,7 @@ int sys_recv(int peer_worker, rid_t *regions, int num_regions, void **objects, i
   int filled = xfer_fill(w, rc == 0 ? h : NULL, regions, num_regions, objects, num_objects);
   if (rc == 0) rc = filled;
   mmd_buf_free(&b);
-  if (w->resident.check_due) mmd_resident_check(w);   /* a receiver may never call otherwise */
-  mmd_retain_tick(w);
+  mmd_worker_tidy(w);   /* a receiver may never call otherwise */
   return rc < 0 ? mmd_fail(rc, "sys_recv", "from worker %d", peer_worker) : 0;
 }
 
@@ -211,8 +210,7 @@ int sys_sendrecv(int peer_worker, rid_t *send_regions, int num_send_regions, voi
   if (rc == 0) rc = filled;
   mmd_buf_free(&out);
   mmd_buf_free(&in);
-  if (w->resident.check_due) mmd_resident_check(w);
-  mmd_retain_tick(w);
+  mmd_worker_tidy(w);
   if (mine != 0) return mine;   /* its line is printed */
   if (shared) return mmd_fail(rc, "sys_sendrecv", "with worker %d: what goes and what comes share memory", peer_worker);
   return rc < 0 ? mmd_fail(rc, "sys_sendrecv", "with worker %d", peer_worker) : 0;
